@@ -1,0 +1,19 @@
+//! quill-core: the pure layer of quill. Shapes, layouts and every zero-copy view transform,
+//! NumPy slicing, the loop plan that kernels run, dtypes with their cast rules, and the one
+//! `Error` type. No unsafe code, no devices, no data.
+
+#![forbid(unsafe_code)]
+
+pub mod dtype;
+pub mod error;
+pub mod layout;
+pub mod plan;
+pub mod shape;
+pub mod slice;
+
+pub use dtype::{DType, Element, Scalar};
+pub use error::{Dims, Error, Result};
+pub use half::{bf16, f16};
+pub use layout::{Layout, OffsetIter};
+pub use plan::LoopPlan;
+pub use slice::{Ellipsis, NewAxis, SliceArg};
