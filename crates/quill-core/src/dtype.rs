@@ -23,8 +23,16 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 8] =
-        [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool];
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
 
     pub fn size_in_bytes(self) -> usize {
         match self {
@@ -80,6 +88,32 @@ pub enum Scalar {
     F(f64),
     I(i64),
     B(bool),
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $arm:ident as $w:ty),*) => {$(
+        impl From<$t> for Scalar {
+            fn from(v: $t) -> Scalar {
+                Scalar::$arm(v as $w)
+            }
+        }
+    )*};
+}
+scalar_from!(f64 => F as f64, f32 => F as f64, i64 => I as i64, i32 => I as i64, u8 => I as i64, usize => I as i64, isize => I as i64);
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Scalar {
+        Scalar::B(v)
+    }
+}
+impl From<f16> for Scalar {
+    fn from(v: f16) -> Scalar {
+        Scalar::F(v.into())
+    }
+}
+impl From<bf16> for Scalar {
+    fn from(v: bf16) -> Scalar {
+        Scalar::F(v.into())
+    }
 }
 
 /// x86's "integer indefinite" conversion: truncate toward zero, NaN or out of range gives `min`.
@@ -151,13 +185,45 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v as f32, 0.0, 1.0);
-float_element!(f64, F64, |x: f64| x, |v: f64| v, |v: i64| v as f64, 0.0, 1.0);
+float_element!(
+    f32,
+    F32,
+    |x: f32| x as f64,
+    |v: f64| v as f32,
+    |v: i64| v as f32,
+    0.0,
+    1.0
+);
+float_element!(
+    f64,
+    F64,
+    |x: f64| x,
+    |v: f64| v,
+    |v: i64| v as f64,
+    0.0,
+    1.0
+);
 // i64 -> f16/bf16 goes through f64 first; every i64 that does not round to inf in f16/bf16 is
 // exact enough in f64 that the double rounding cannot change the result (f64 has 53 bits, the
 // halves 11 and 8).
-float_element!(f16, F16, f64::from, f16::from_f64, |v: i64| f16::from_f64(v as f64), f16::ZERO, f16::ONE);
-float_element!(bf16, BF16, f64::from, bf16::from_f64, |v: i64| bf16::from_f64(v as f64), bf16::ZERO, bf16::ONE);
+float_element!(
+    f16,
+    F16,
+    f64::from,
+    f16::from_f64,
+    |v: i64| f16::from_f64(v as f64),
+    f16::ZERO,
+    f16::ONE
+);
+float_element!(
+    bf16,
+    BF16,
+    f64::from,
+    bf16::from_f64,
+    |v: i64| bf16::from_f64(v as f64),
+    bf16::ZERO,
+    bf16::ONE
+);
 
 impl Element for i64 {
     const DTYPE: DType = DType::I64;
@@ -168,7 +234,7 @@ impl Element for i64 {
     #[inline]
     fn from_scalar(s: Scalar) -> Self {
         match s {
-            Scalar::F(v) => float_to_int(v, i64::MIN, 9.223372036854775808e18),
+            Scalar::F(v) => float_to_int(v, i64::MIN, 9.223_372_036_854_776e18),
             Scalar::I(v) => v,
             Scalar::B(b) => b as i64,
         }
@@ -270,7 +336,7 @@ mod tests {
         assert!(f32::NAN.cast::<bool>());
         assert!(!(-0.0f64).cast::<bool>());
         assert_eq!(true.cast::<f16>(), f16::ONE);
-        assert_eq!(256i32.cast::<bool>(), true);
+        assert!(256i32.cast::<bool>());
     }
 
     #[test]

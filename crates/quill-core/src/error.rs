@@ -28,40 +28,96 @@ impl From<&[usize]> for Dims {
 #[non_exhaustive]
 pub enum Error {
     #[error("{op}: axis {axis} is out of range for an array of rank {ndim} (valid: {lo}..={hi})", lo = -(*ndim as i64) - (*extra as i64), hi = *ndim as i64 + *extra as i64 - 1)]
-    AxisOutOfRange { op: &'static str, axis: isize, ndim: usize, extra: usize },
+    AxisOutOfRange {
+        op: &'static str,
+        axis: isize,
+        ndim: usize,
+        extra: usize,
+    },
 
     #[error("{op}: axis {axis} is repeated in {axes:?}")]
-    DuplicateAxis { op: &'static str, axis: isize, axes: Vec<isize> },
+    DuplicateAxis {
+        op: &'static str,
+        axis: isize,
+        axes: Vec<isize>,
+    },
 
     #[error("{op}: index {index} is out of range for axis {axis} with size {size}")]
-    IndexOutOfRange { op: &'static str, index: isize, axis: usize, size: usize },
+    IndexOutOfRange {
+        op: &'static str,
+        index: isize,
+        axis: usize,
+        size: usize,
+    },
 
     #[error("{op}: cannot broadcast {from} to {to} ({detail})")]
-    Broadcast { op: &'static str, from: Dims, to: Dims, detail: String },
+    Broadcast {
+        op: &'static str,
+        from: Dims,
+        to: Dims,
+        detail: String,
+    },
 
     #[error("{op}: shape mismatch: {lhs} vs {rhs}{hint}")]
-    ShapeMismatch { op: &'static str, lhs: Dims, rhs: Dims, hint: String },
+    ShapeMismatch {
+        op: &'static str,
+        lhs: Dims,
+        rhs: Dims,
+        hint: String,
+    },
 
     #[error("{op}: cannot reshape an array of shape {from} ({from_numel} elements) into {to} ({to_numel} elements)")]
-    ReshapeSize { op: &'static str, from: Dims, from_numel: usize, to: String, to_numel: String },
+    ReshapeSize {
+        op: &'static str,
+        from: Dims,
+        from_numel: usize,
+        to: String,
+        to_numel: String,
+    },
 
     #[error("{op}: no view of shape {to} exists for the layout shape {from} strides {strides:?}; call reshape (which copies) or compact() first")]
-    ReshapeNeedsCopy { op: &'static str, from: Dims, strides: Vec<isize>, to: Dims },
+    ReshapeNeedsCopy {
+        op: &'static str,
+        from: Dims,
+        strides: Vec<isize>,
+        to: Dims,
+    },
 
     #[error("{op}: the number of elements of shape {shape} overflows usize")]
     Overflow { op: &'static str, shape: Dims },
 
-    #[error("{op}: layout shape {shape} strides {strides:?} offset {offset} reaches offsets {lo}..={hi}, outside the buffer of {len} elements")]
-    OutOfBounds { op: &'static str, shape: Dims, strides: Vec<isize>, offset: i128, lo: i128, hi: i128, len: usize },
+    #[error("{op}: layout shape {shape} strides {strides:?} offset {offset} reaches offsets {reach}, outside the buffer of {len} elements")]
+    OutOfBounds {
+        op: &'static str,
+        shape: Dims,
+        strides: Vec<isize>,
+        offset: usize,
+        reach: String,
+        len: usize,
+    },
 
     #[error("{op}: cannot write into a view with shape {shape} strides {strides:?}: dim {dim} has stride 0 and size > 1 (a broadcast view is read-only); compact() it first")]
-    ReadOnlyView { op: &'static str, shape: Dims, strides: Vec<isize>, dim: usize },
+    ReadOnlyView {
+        op: &'static str,
+        shape: Dims,
+        strides: Vec<isize>,
+        dim: usize,
+    },
 
     #[error("{op}: dtype mismatch: expected {expected}, got {got}")]
-    DTypeMismatch { op: &'static str, expected: DType, got: DType },
+    DTypeMismatch {
+        op: &'static str,
+        expected: DType,
+        got: DType,
+    },
 
     #[error("{op}: {shape} has {numel} elements but the data has {len}")]
-    DataLength { op: &'static str, shape: Dims, numel: usize, len: usize },
+    DataLength {
+        op: &'static str,
+        shape: Dims,
+        numel: usize,
+        len: usize,
+    },
 
     #[error("{op}: {msg}")]
     InvalidArgument { op: &'static str, msg: String },
@@ -71,7 +127,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::InvalidArgument { op, msg: msg.into() }
+        Error::InvalidArgument {
+            op,
+            msg: msg.into(),
+        }
     }
 }
 

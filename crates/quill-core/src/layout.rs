@@ -16,31 +16,53 @@ impl Layout {
     /// A C-contiguous layout at offset 0.
     pub fn contiguous(shape: &[usize]) -> Result<Layout> {
         checked_numel("contiguous", shape)?;
-        Ok(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        })
     }
 
     /// Builds a layout from raw parts, checking that every reachable offset lies inside a buffer
     /// of `buffer_len` elements (the seed's `as_strided`, made safe).
-    pub fn as_strided(shape: &[usize], strides: &[isize], offset: usize, buffer_len: usize) -> Result<Layout> {
+    pub fn as_strided(
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+        buffer_len: usize,
+    ) -> Result<Layout> {
         const OP: &str = "as_strided";
         if shape.len() != strides.len() {
             return Err(Error::invalid(
                 OP,
-                format!("shape {:?} has {} dims but strides {:?} has {}", shape, shape.len(), strides, strides.len()),
+                format!(
+                    "shape {:?} has {} dims but strides {:?} has {}",
+                    shape,
+                    shape.len(),
+                    strides,
+                    strides.len()
+                ),
             ));
         }
         let numel = checked_numel(OP, shape)?;
-        let l = Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset };
+        let l = Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        };
         let (lo, hi) = l.offset_bounds();
-        let ok = if numel == 0 { offset <= buffer_len } else { lo >= 0 && hi < buffer_len as i128 };
+        let ok = if numel == 0 {
+            offset <= buffer_len
+        } else {
+            lo >= 0 && hi < buffer_len as i128
+        };
         if !ok {
             return Err(Error::OutOfBounds {
                 op: OP,
                 shape: shape.into(),
                 strides: strides.to_vec(),
-                offset: offset as i128,
-                lo,
-                hi,
+                offset,
+                reach: format!("{lo}..={hi}"),
                 len: buffer_len,
             });
         }
@@ -135,7 +157,13 @@ impl Layout {
         if axes.len() != self.ndim() {
             return Err(Error::invalid(
                 OP,
-                format!("axes {:?} has {} entries but the array {:?} has rank {}", axes, axes.len(), self.shape, self.ndim()),
+                format!(
+                    "axes {:?} has {} entries but the array {:?} has rank {}",
+                    axes,
+                    axes.len(),
+                    self.shape,
+                    self.ndim()
+                ),
             ));
         }
         let axes = normalize_axes(OP, axes, self.ndim())?;
@@ -160,9 +188,18 @@ impl Layout {
     /// stride 0.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
         const OP: &str = "broadcast_to";
-        let fail = |detail: String| Error::Broadcast { op: OP, from: self.shape.as_slice().into(), to: shape.into(), detail };
+        let fail = |detail: String| Error::Broadcast {
+            op: OP,
+            from: self.shape.as_slice().into(),
+            to: shape.into(),
+            detail,
+        };
         if shape.len() < self.ndim() {
-            return Err(fail(format!("target rank {} is below the array's rank {}", shape.len(), self.ndim())));
+            return Err(fail(format!(
+                "target rank {} is below the array's rank {}",
+                shape.len(),
+                self.ndim()
+            )));
         }
         checked_numel(OP, shape)?;
         let lead = shape.len() - self.ndim();
@@ -177,7 +214,11 @@ impl Layout {
                 return Err(fail(format!("dim {i}: {d} vs {t}")));
             };
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Removes the given size-1 axes; an axis whose size is not 1 is an error (as NumPy).
@@ -188,7 +229,10 @@ impl Layout {
             if self.shape[a] != 1 {
                 return Err(Error::invalid(
                     OP,
-                    format!("cannot squeeze axis {a} of shape {:?}: its size is {}, not 1", self.shape, self.shape[a]),
+                    format!(
+                        "cannot squeeze axis {a} of shape {:?}: its size is {}, not 1",
+                        self.shape, self.shape[a]
+                    ),
                 ));
             }
         }
@@ -212,7 +256,11 @@ impl Layout {
     /// Inserts a size-1 axis at `axis` (in `-ndim-1..=ndim`).
     pub fn unsqueeze(&self, axis: isize) -> Result<Layout> {
         let a = normalize_axis("unsqueeze", axis, self.ndim(), 1)?;
-        let stride = if a < self.ndim() { self.strides[a].saturating_mul(self.shape[a].max(1) as isize) } else { 1 };
+        let stride = if a < self.ndim() {
+            self.strides[a].saturating_mul(self.shape[a].max(1) as isize)
+        } else {
+            1
+        };
         let mut l = self.clone();
         l.shape.insert(a, 1);
         l.strides.insert(a, stride);
@@ -241,14 +289,25 @@ impl Layout {
         for (i, &d) in shape.iter().enumerate() {
             if d == -1 {
                 if infer.replace(i).is_some() {
-                    return Err(Error::invalid(op, format!("only one dim may be -1, got {shape:?}")));
+                    return Err(Error::invalid(
+                        op,
+                        format!("only one dim may be -1, got {shape:?}"),
+                    ));
                 }
             } else if d < 0 {
-                return Err(Error::invalid(op, format!("invalid dim {d} in shape {shape:?}")));
+                return Err(Error::invalid(
+                    op,
+                    format!("invalid dim {d} in shape {shape:?}"),
+                ));
             } else {
-                known = known
-                    .checked_mul(d as usize)
-                    .ok_or(Error::Overflow { op, shape: shape.iter().map(|&d| d.max(0) as usize).collect::<Vec<_>>().into() })?;
+                known = known.checked_mul(d as usize).ok_or(Error::Overflow {
+                    op,
+                    shape: shape
+                        .iter()
+                        .map(|&d| d.max(0) as usize)
+                        .collect::<Vec<_>>()
+                        .into(),
+                })?;
             }
         }
         let size_err = || Error::ReshapeSize {
@@ -256,12 +315,16 @@ impl Layout {
             from: from.into(),
             from_numel: numel,
             to: format!("{shape:?}"),
-            to_numel: if infer.is_some() { format!("{known} x ?") } else { known.to_string() },
+            to_numel: if infer.is_some() {
+                format!("{known} x ?")
+            } else {
+                known.to_string()
+            },
         };
         let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
         match infer {
             Some(i) => {
-                if known == 0 || numel % known != 0 {
+                if known == 0 || !numel.is_multiple_of(known) {
                     return Err(size_err());
                 }
                 out[i] = numel / known;
@@ -278,10 +341,18 @@ impl Layout {
         const OP: &str = "view";
         let new_shape = Layout::infer_shape(OP, &self.shape, shape)?;
         if self.numel() == 0 {
-            return Ok(Layout { strides: contiguous_strides(&new_shape), shape: new_shape, offset: self.offset });
+            return Ok(Layout {
+                strides: contiguous_strides(&new_shape),
+                shape: new_shape,
+                offset: self.offset,
+            });
         }
         match nocopy_strides(&self.shape, &self.strides, &new_shape) {
-            Some(strides) => Ok(Layout { shape: new_shape, strides, offset: self.offset }),
+            Some(strides) => Ok(Layout {
+                shape: new_shape,
+                strides,
+                offset: self.offset,
+            }),
             None => Err(Error::ReshapeNeedsCopy {
                 op: OP,
                 from: self.shape.as_slice().into(),
@@ -296,17 +367,33 @@ impl Layout {
         OffsetIter::new(self)
     }
 
-    pub(crate) fn from_parts_unchecked(shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Layout {
-        Layout { shape, strides, offset }
+    pub(crate) fn from_parts_unchecked(
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        offset: usize,
+    ) -> Layout {
+        Layout {
+            shape,
+            strides,
+            offset,
+        }
     }
 }
 
 /// NumPy's `_attempt_nocopy_reshape`: walk old and new dims in groups of equal product; each old
 /// group must be contiguous in itself, and the new group takes C strides from its last stride.
 /// Requires equal, non-zero element counts.
-fn nocopy_strides(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> Option<Vec<isize>> {
-    let (od, os): (Vec<usize>, Vec<isize>) =
-        old_shape.iter().zip(old_strides).filter(|(&d, _)| d != 1).map(|(&d, &s)| (d, s)).unzip();
+fn nocopy_strides(
+    old_shape: &[usize],
+    old_strides: &[isize],
+    new_shape: &[usize],
+) -> Option<Vec<isize>> {
+    let (od, os): (Vec<usize>, Vec<isize>) = old_shape
+        .iter()
+        .zip(old_strides)
+        .filter(|(&d, _)| d != 1)
+        .map(|(&d, &s)| (d, s))
+        .unzip();
     let nd = new_shape;
     let mut ns = vec![0isize; nd.len()];
     let (mut oi, mut oj, mut ni, mut nj) = (0, 1, 0, 1);
@@ -353,7 +440,12 @@ pub struct OffsetIter<'a> {
 
 impl<'a> OffsetIter<'a> {
     fn new(layout: &'a Layout) -> Self {
-        OffsetIter { layout, index: vec![0; layout.ndim()], next: layout.offset as isize, remaining: layout.numel() }
+        OffsetIter {
+            layout,
+            index: vec![0; layout.ndim()],
+            next: layout.offset as isize,
+            remaining: layout.numel(),
+        }
     }
 }
 
@@ -372,7 +464,9 @@ impl Iterator for OffsetIter<'_> {
             if self.index[d] < self.layout.shape[d] {
                 break;
             }
-            self.next = self.next.wrapping_sub(self.layout.strides[d].wrapping_mul(self.layout.shape[d] as isize));
+            self.next = self
+                .next
+                .wrapping_sub(self.layout.strides[d].wrapping_mul(self.layout.shape[d] as isize));
             self.index[d] = 0;
         }
         Some(out)

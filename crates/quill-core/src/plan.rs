@@ -21,24 +21,36 @@ impl LoopPlan {
     /// different shapes), never on user data: callers broadcast first.
     pub fn new(layouts: &[&Layout]) -> LoopPlan {
         let shape0 = layouts[0].shape();
-        assert!(layouts.iter().all(|l| l.shape() == shape0), "LoopPlan::new: operands must share a shape");
+        assert!(
+            layouts.iter().all(|l| l.shape() == shape0),
+            "LoopPlan::new: operands must share a shape"
+        );
         let n_ops = layouts.len();
         let offsets: Vec<usize> = layouts.iter().map(|l| l.offset()).collect();
         if shape0.contains(&0) {
-            return LoopPlan { shape: vec![0], strides: vec![vec![1]; n_ops], offsets, index32: true };
+            return LoopPlan {
+                shape: vec![0],
+                strides: vec![vec![1]; n_ops],
+                offsets,
+                index32: true,
+            };
         }
         // Drop size-1 dims: their strides never apply.
         let keep: Vec<usize> = (0..shape0.len()).filter(|&i| shape0[i] != 1).collect();
         let mut shape: Vec<usize> = keep.iter().map(|&i| shape0[i]).collect();
-        let mut strides: Vec<Vec<isize>> =
-            layouts.iter().map(|l| keep.iter().map(|&i| l.strides()[i]).collect()).collect();
+        let mut strides: Vec<Vec<isize>> = layouts
+            .iter()
+            .map(|l| keep.iter().map(|&i| l.strides()[i]).collect())
+            .collect();
         // Merge i into i+1 (outer into inner) when every operand steps through dim i exactly as
         // if it continued dim i+1.
         let mut i = shape.len();
         while i >= 2 {
             i -= 1;
             let (outer, inner) = (i - 1, i);
-            let mergeable = strides.iter().all(|s| s[outer] == s[inner] * shape[inner] as isize);
+            let mergeable = strides
+                .iter()
+                .all(|s| s[outer] == s[inner] * shape[inner] as isize);
             if mergeable {
                 shape[inner] *= shape[outer];
                 shape.remove(outer);
@@ -47,7 +59,12 @@ impl LoopPlan {
                 }
             }
         }
-        let mut plan = LoopPlan { shape, strides, offsets, index32: true };
+        let mut plan = LoopPlan {
+            shape,
+            strides,
+            offsets,
+            index32: true,
+        };
         plan.index32 = plan.fits_i32();
         plan
     }
@@ -104,7 +121,13 @@ impl LoopPlan {
         let layouts: Vec<Layout> = strides
             .iter()
             .zip(&offsets)
-            .map(|(s, &o)| Layout::from_parts_unchecked(shape.clone(), order.iter().map(|&d| s[d]).collect(), o))
+            .map(|(s, &o)| {
+                Layout::from_parts_unchecked(
+                    shape.clone(),
+                    order.iter().map(|&d| s[d]).collect(),
+                    o,
+                )
+            })
             .collect();
         let refs: Vec<&Layout> = layouts.iter().collect();
         LoopPlan::new(&refs)

@@ -12,10 +12,16 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
         if d == 0 {
             zero = true;
         }
-        n = n.checked_mul(d.max(1)).ok_or(Error::Overflow { op, shape: shape.into() })?;
+        n = n.checked_mul(d.max(1)).ok_or(Error::Overflow {
+            op,
+            shape: shape.into(),
+        })?;
     }
     if n > isize::MAX as usize {
-        return Err(Error::Overflow { op, shape: shape.into() });
+        return Err(Error::Overflow {
+            op,
+            shape: shape.into(),
+        });
     }
     Ok(if zero { 0 } else { n })
 }
@@ -25,7 +31,12 @@ pub fn normalize_axis(op: &'static str, axis: isize, ndim: usize, extra: usize) 
     let n = (ndim + extra) as isize;
     let a = if axis < 0 { axis + n } else { axis };
     if a < 0 || a >= n {
-        return Err(Error::AxisOutOfRange { op, axis, ndim, extra });
+        return Err(Error::AxisOutOfRange {
+            op,
+            axis,
+            ndim,
+            extra,
+        });
     }
     Ok(a as usize)
 }
@@ -37,7 +48,11 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], ndim: usize) -> Result<V
     for &a in axes {
         let n = normalize_axis(op, a, ndim, 0)?;
         if seen[n] {
-            return Err(Error::DuplicateAxis { op, axis: a, axes: axes.to_vec() });
+            return Err(Error::DuplicateAxis {
+                op,
+                axis: a,
+                axes: axes.to_vec(),
+            });
         }
         seen[n] = true;
         out.push(n);
@@ -62,8 +77,16 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {

@@ -12,7 +12,11 @@ pub enum SliceArg {
     /// `i`: selects one position (negative counts from the end) and removes the axis.
     Index(isize),
     /// `start..stop;step`: `None` bounds default by the sign of `step`, as in Python.
-    Range { start: Option<isize>, stop: Option<isize>, step: isize },
+    Range {
+        start: Option<isize>,
+        stop: Option<isize>,
+        step: isize,
+    },
     /// Inserts an axis of size 1.
     NewAxis,
     /// Stands for as many full ranges as needed (Python's `...`); at most one per expression.
@@ -27,7 +31,11 @@ pub struct NewAxis;
 pub struct Ellipsis;
 
 impl SliceArg {
-    pub const FULL: SliceArg = SliceArg::Range { start: None, stop: None, step: 1 };
+    pub const FULL: SliceArg = SliceArg::Range {
+        start: None,
+        stop: None,
+        step: 1,
+    };
 
     pub fn range(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
         SliceArg::Range { start, stop, step }
@@ -45,7 +53,11 @@ impl SliceArg {
     fn with_bad_step(self, _step: isize) -> SliceArg {
         // An index, a new axis or an ellipsis cannot take a step: mark with step 0, which
         // `slice` rejects with a message naming the entry.
-        SliceArg::Range { start: Some(isize::MIN), stop: Some(isize::MIN), step: 0 }
+        SliceArg::Range {
+            start: Some(isize::MIN),
+            stop: Some(isize::MIN),
+            step: 0,
+        }
     }
 }
 
@@ -108,12 +120,12 @@ fn clamp_isize(v: i128) -> isize {
     v.clamp(isize::MIN as i128, isize::MAX as i128) as isize
 }
 
-/// Builds a `Vec<SliceArg>`: `s![1.., ..;-1, 3, NewAxis, Ellipsis]`. A `;step` after a range sets
+/// Builds an array of `SliceArg`s: `s![1.., ..;-1, 3, NewAxis, Ellipsis]`. A `;step` after a range sets
 /// its step (`..;2`, `1..5;-1`, `..;-1`).
 #[macro_export]
 macro_rules! s {
     ($($e:expr $(; $step:expr)?),* $(,)?) => {
-        vec![$( $crate::s!(@one $e $(; $step)?) ),*]
+        [$( $crate::s!(@one $e $(; $step)?) ),*]
     };
     (@one $e:expr) => { $crate::SliceArg::from($e) };
     (@one $e:expr; $step:expr) => { $crate::SliceArg::from($e).step_by($step as isize) };
@@ -121,18 +133,31 @@ macro_rules! s {
 
 /// Resolves `start`, `stop` and `step` against an axis of `n` (Python's `slice.indices`) and
 /// returns `(first index, length)`.
-pub fn resolve_range(start: Option<isize>, stop: Option<isize>, step: isize, n: usize) -> (isize, usize) {
+pub fn resolve_range(
+    start: Option<isize>,
+    stop: Option<isize>,
+    step: isize,
+    n: usize,
+) -> (isize, usize) {
     let n = n as isize;
     let norm = |v: isize| if v < 0 { v.saturating_add(n) } else { v };
     if step > 0 {
         let a = start.map_or(0, |v| norm(v).clamp(0, n));
         let b = stop.map_or(n, |v| norm(v).clamp(0, n));
-        let len = if b > a { ((b - a - 1) / step + 1) as usize } else { 0 };
+        let len = if b > a {
+            ((b - a - 1) / step + 1) as usize
+        } else {
+            0
+        };
         (a, len)
     } else {
         let a = start.map_or(n - 1, |v| norm(v).clamp(-1, n - 1));
         let b = stop.map_or(-1, |v| norm(v).clamp(-1, n - 1));
-        let len = if a > b { ((a - b - 1) / step.unsigned_abs() as isize + 1) as usize } else { 0 };
+        let len = if a > b {
+            ((a - b - 1) / step.unsigned_abs() as isize + 1) as usize
+        } else {
+            0
+        };
         (a, len)
     }
 }
@@ -141,15 +166,28 @@ impl Layout {
     /// NumPy basic indexing. Missing trailing entries mean full ranges.
     pub fn slice(&self, args: &[SliceArg]) -> Result<Layout> {
         const OP: &str = "slice";
-        let consumed = args.iter().filter(|a| matches!(a, SliceArg::Index(_) | SliceArg::Range { .. })).count();
-        let ellipses = args.iter().filter(|a| matches!(a, SliceArg::Ellipsis)).count();
+        let consumed = args
+            .iter()
+            .filter(|a| matches!(a, SliceArg::Index(_) | SliceArg::Range { .. }))
+            .count();
+        let ellipses = args
+            .iter()
+            .filter(|a| matches!(a, SliceArg::Ellipsis))
+            .count();
         if ellipses > 1 {
-            return Err(Error::invalid(OP, format!("at most one ellipsis is allowed, got {ellipses} in {args:?}")));
+            return Err(Error::invalid(
+                OP,
+                format!("at most one ellipsis is allowed, got {ellipses} in {args:?}"),
+            ));
         }
         if consumed > self.ndim() {
             return Err(Error::invalid(
                 OP,
-                format!("too many indices: {consumed} given for an array of shape {:?} (rank {})", self.shape(), self.ndim()),
+                format!(
+                    "too many indices: {consumed} given for an array of shape {:?} (rank {})",
+                    self.shape(),
+                    self.ndim()
+                ),
             ));
         }
         let mut shape = Vec::with_capacity(self.ndim() + args.len());
@@ -173,9 +211,18 @@ impl Layout {
                 }
                 SliceArg::Index(i) => {
                     let n = self.shape()[axis];
-                    let j = if i < 0 { i.saturating_add(n as isize) } else { i };
+                    let j = if i < 0 {
+                        i.saturating_add(n as isize)
+                    } else {
+                        i
+                    };
                     if j < 0 || j >= n as isize {
-                        return Err(Error::IndexOutOfRange { op: OP, index: i, axis, size: n });
+                        return Err(Error::IndexOutOfRange {
+                            op: OP,
+                            index: i,
+                            axis,
+                            size: n,
+                        });
                     }
                     deltas.push(j * self.strides()[axis]);
                     axis += 1;
@@ -213,6 +260,10 @@ impl Layout {
         if !empty {
             offset += deltas.iter().sum::<isize>();
         }
-        Ok(Layout::from_parts_unchecked(shape, strides, offset as usize))
+        Ok(Layout::from_parts_unchecked(
+            shape,
+            strides,
+            offset as usize,
+        ))
     }
 }

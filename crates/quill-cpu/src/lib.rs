@@ -1,1 +1,57 @@
+//! quill-cpu: CPU storage and kernels. Today: the strided copy family (compact, setitem, fill,
+//! cast), threaded with rayon, with cache-tiled and SIMD paths chosen at run time, over a
+//! size-class buffer pool.
 
+pub mod cast;
+pub mod copy;
+pub mod fill;
+pub mod par;
+pub mod pool;
+pub mod storage;
+pub mod transpose;
+
+pub use storage::{CpuElement, CpuStorage};
+
+use quill_core::{Element, Error, Layout, Result, Scalar};
+
+/// Copies `src` through `src_l` into `dst` through `dst_l` (same shape, same dtype). The
+/// caller resolves aliasing: `dst` and `src` are distinct buffers here.
+pub fn copy(dst: &mut CpuStorage, dst_l: &Layout, src: &CpuStorage, src_l: &Layout) -> Result<()> {
+    use bytemuck::{cast_slice as r, cast_slice_mut as w};
+    use copy::copy_words as cw;
+    use CpuStorage as S;
+    match (dst, src) {
+        (S::F32(d), S::F32(s)) => cw::<u32>(w(d), dst_l, r(s), src_l),
+        (S::I32(d), S::I32(s)) => cw::<u32>(w(d), dst_l, r(s), src_l),
+        (S::F64(d), S::F64(s)) => cw::<u64>(w(d), dst_l, r(s), src_l),
+        (S::I64(d), S::I64(s)) => cw::<u64>(w(d), dst_l, r(s), src_l),
+        (S::F16(d), S::F16(s)) => cw::<u16>(w(d), dst_l, r(s), src_l),
+        (S::BF16(d), S::BF16(s)) => cw::<u16>(w(d), dst_l, r(s), src_l),
+        (S::U8(d), S::U8(s)) => cw::<u8>(d, dst_l, s, src_l),
+        (S::Bool(d), S::Bool(s)) => cw::<bool>(d, dst_l, s, src_l),
+        (d, s) => {
+            return Err(Error::DTypeMismatch {
+                op: "copy",
+                expected: d.dtype(),
+                got: s.dtype(),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// A contiguous copy of `src` seen through `l`.
+pub fn compact(src: &CpuStorage, l: &Layout) -> CpuStorage {
+    let mut out = CpuStorage::for_overwrite(src.dtype(), l.numel());
+    let out_l =
+        Layout::contiguous(l.shape()).expect("a valid layout's shape has a valid element count");
+    copy(&mut out, &out_l, src, l).expect("same dtype by construction");
+    out
+}
+
+/// Writes `value` (cast to the storage's dtype with NumPy's rules) at every element of `l`.
+pub fn fill(dst: &mut CpuStorage, l: &Layout, value: Scalar) {
+    with_storage!(dst, d => fill::fill_strided(d, l, Element::from_scalar(value)))
+}
+
+pub use cast::cast;

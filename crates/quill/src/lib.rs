@@ -1,1 +1,27 @@
+//! quill: a strided N-dimensional array with zero-copy views, on the CPU (CUDA to come), and the
+//! deep-learning stack built on it. This crate is what users import; it re-exports the pieces of
+//! `quill-core` they need.
+//!
+//! ```
+//! use quill::{s, DType, NDArray};
+//! let a = NDArray::arange(0.0, 24.0, 1.0, DType::F32)?.reshape(&[2, 3, 4])?;
+//! let v = a.slice(&s![.., ..;-1, 1..;2])?;          // a view: no data moves
+//! assert_eq!(v.shape(), &[2, 3, 2]);
+//! assert_eq!(v.strides(), &[12, -4, 2]);
+//! v.assign_scalar(0.0)?;                             // writes through to `a`
+//! assert_eq!(a.to_vec::<f32>()?[1], 0.0);
+//! # Ok::<(), quill::Error>(())
+//! ```
 
+pub mod device;
+pub mod ndarray;
+
+pub use device::Device;
+pub use ndarray::NDArray;
+pub use quill_core::{
+    bf16, f16, s, DType, Element, Ellipsis, Error, Layout, NewAxis, Result, Scalar, SliceArg,
+};
+pub use quill_cpu::pool::{
+    empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
+};
+pub use quill_cpu::CpuElement;

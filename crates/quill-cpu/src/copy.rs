@@ -1,0 +1,154 @@
+//! Strided copy between two layouts of one shape (compact, setitem, reshape-with-copy). The plan
+//! is coalesced and normalised so the destination walks forwards; then each destination row is
+//! a `copy_from_slice`, a reversed copy, a fill or a gather, and a transpose-like pattern (the
+//! destination's inner dim reads the source with a large stride) is copied in tiles instead.
+
+use crate::par::for_dst_rows;
+use crate::transpose::Word;
+use quill_core::{Layout, LoopPlan};
+
+/// Copies `src` seen through `src_l` into `dst` seen through `dst_l` (same shape). Both layouts
+/// must lie inside their slices (the array types guarantee it); an out-of-range index would
+/// panic, never read or write outside.
+pub fn copy_words<T: Word>(dst: &mut [T], dst_l: &Layout, src: &[T], src_l: &Layout) {
+    let plan = LoopPlan::new(&[dst_l, src_l]).normalize_for(0);
+    if plan.numel() == 0 {
+        return;
+    }
+    if plan.ndim() == 0 {
+        dst[plan.offsets[0]] = src[plan.offsets[1]];
+        return;
+    }
+    let tile_k = tile_dim(&plan);
+    let align = if tile_k == Some(0) { 16 } else { 1 };
+    for_dst_rows(dst, &plan, align, |chunk, base, r0, r1| {
+        copy_rows(chunk, base, src, &plan, tile_k, r0, r1)
+    });
+}
+
+/// The dim to tile with the inner one, when the inner source stride is large and another dim
+/// reads the source more closely.
+fn tile_dim(p: &LoopPlan) -> Option<usize> {
+    let n = p.ndim();
+    if n < 2 {
+        return None;
+    }
+    let last = n - 1;
+    let (ds, ss) = (&p.strides[0], &p.strides[1]);
+    if ds[last] != 1 || ss[last].unsigned_abs() < 16 {
+        return None;
+    }
+    (0..last)
+        .filter(|&d| p.shape[d] >= 8)
+        .min_by_key(|&d| ss[d].unsigned_abs())
+        .filter(|&d| ss[d].unsigned_abs() < ss[last].unsigned_abs())
+}
+
+/// Copies rows `r0..r1` of dim 0 into `dst`, whose index 0 is `base` in the full destination.
+fn copy_rows<T: Word>(
+    dst: &mut [T],
+    base: usize,
+    src: &[T],
+    p: &LoopPlan,
+    tile_k: Option<usize>,
+    r0: usize,
+    r1: usize,
+) {
+    let n = p.ndim();
+    let (ds, ss) = (&p.strides[0], &p.strides[1]);
+    let d_origin = p.offsets[0] as isize - base as isize;
+    let s_origin = p.offsets[1] as isize;
+    let last = n - 1;
+    if n == 1 {
+        let d0 = d_origin + r0 as isize * ds[0];
+        row(
+            dst,
+            d0 as usize,
+            ds[0],
+            src,
+            s_origin + r0 as isize * ss[0],
+            ss[0],
+            r1 - r0,
+        );
+        return;
+    }
+    let odims: Vec<usize> = (0..last).filter(|&d| Some(d) != tile_k).collect();
+    let lo = |d: usize| if d == 0 { r0 } else { 0 };
+    let hi = |d: usize| if d == 0 { r1 } else { p.shape[d] };
+    if odims.iter().any(|&d| lo(d) >= hi(d)) || r0 >= r1 {
+        return;
+    }
+    let mut idx: Vec<usize> = odims.iter().map(|&d| lo(d)).collect();
+    loop {
+        let (mut doff, mut soff) = (d_origin, s_origin);
+        for (j, &d) in odims.iter().enumerate() {
+            doff += idx[j] as isize * ds[d];
+            soff += idx[j] as isize * ss[d];
+        }
+        match tile_k {
+            Some(k) => {
+                let (a, b) = if k == 0 { (r0, r1) } else { (0, p.shape[k]) };
+                let (a_, rows) = (a as isize, b - a);
+                T::tile(
+                    dst,
+                    doff + a_ * ds[k],
+                    ds[k],
+                    src,
+                    soff + a_ * ss[k],
+                    ss[k],
+                    ss[last],
+                    rows,
+                    p.shape[last],
+                );
+            }
+            None => row(
+                dst,
+                doff as usize,
+                ds[last],
+                src,
+                soff,
+                ss[last],
+                p.shape[last],
+            ),
+        }
+        let mut j = odims.len();
+        loop {
+            if j == 0 {
+                return;
+            }
+            j -= 1;
+            idx[j] += 1;
+            if idx[j] < hi(odims[j]) {
+                break;
+            }
+            idx[j] = lo(odims[j]);
+        }
+    }
+}
+
+/// One destination row of `len` elements.
+#[inline]
+fn row<T: Copy>(dst: &mut [T], d0: usize, ds: isize, src: &[T], s0: isize, ss: isize, len: usize) {
+    if ds == 1 {
+        let out = &mut dst[d0..d0 + len];
+        let s = s0 as usize;
+        match ss {
+            1 => out.copy_from_slice(&src[s..s + len]),
+            -1 => {
+                for (o, &v) in out.iter_mut().zip(src[s + 1 - len..=s].iter().rev()) {
+                    *o = v;
+                }
+            }
+            0 => out.fill(src[s]),
+            _ => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = src[(s0 + i as isize * ss) as usize];
+                }
+            }
+        }
+    } else {
+        for i in 0..len as isize {
+            dst[(d0 as isize + i * ds) as usize] = src[(s0 + i * ss) as usize];
+        }
+    }
+}

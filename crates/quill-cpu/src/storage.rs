@@ -1,0 +1,163 @@
+//! `CpuStorage`: one typed, contiguous buffer per dtype, and the `CpuElement` trait that maps a
+//! Rust element type to its arm. Buffers come from and return to the size-class pool.
+
+use crate::pool;
+use half::{bf16, f16};
+use quill_core::{DType, Element};
+
+#[derive(Debug)]
+pub enum CpuStorage {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector of `$s`, whatever its dtype.
+#[macro_export]
+macro_rules! with_storage {
+    ($s:expr, $v:ident => $body:expr) => {
+        match $s {
+            $crate::CpuStorage::F32($v) => $body,
+            $crate::CpuStorage::F64($v) => $body,
+            $crate::CpuStorage::F16($v) => $body,
+            $crate::CpuStorage::BF16($v) => $body,
+            $crate::CpuStorage::I32($v) => $body,
+            $crate::CpuStorage::I64($v) => $body,
+            $crate::CpuStorage::U8($v) => $body,
+            $crate::CpuStorage::Bool($v) => $body,
+        }
+    };
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type the CPU backend stores. Sealed: every implementor is a primitive for which
+/// the all-zero bit pattern is a valid value (the pool relies on it).
+pub trait CpuElement: Element + sealed::Sealed {
+    fn wrap(v: Vec<Self>) -> CpuStorage;
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
+}
+
+macro_rules! cpu_element {
+    ($t:ty, $arm:ident) => {
+        impl sealed::Sealed for $t {}
+        impl CpuElement for $t {
+            fn wrap(v: Vec<Self>) -> CpuStorage {
+                CpuStorage::$arm(v)
+            }
+            fn slice(s: &CpuStorage) -> Option<&[Self]> {
+                match s {
+                    CpuStorage::$arm(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]> {
+                match s {
+                    CpuStorage::$arm(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+cpu_element!(f32, F32);
+cpu_element!(f64, F64);
+cpu_element!(f16, F16);
+cpu_element!(bf16, BF16);
+cpu_element!(i32, I32);
+cpu_element!(i64, I64);
+cpu_element!(u8, U8);
+cpu_element!(bool, Bool);
+
+/// Calls `$f::<T>(args)` with `T` the element type of `$dtype`.
+#[macro_export]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            quill_core::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            quill_core::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            quill_core::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            quill_core::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            quill_core::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            quill_core::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            quill_core::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            quill_core::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+impl CpuStorage {
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
+            CpuStorage::I32(_) => DType::I32,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::U8(_) => DType::U8,
+            CpuStorage::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        with_storage!(self, v => v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A zero-filled buffer of `len` elements, taken from the pool when one fits.
+    pub fn zeros(dtype: DType, len: usize) -> CpuStorage {
+        dispatch_dtype!(dtype, T => T::wrap(pool::take_zeroed::<T>(len)))
+    }
+
+    /// A buffer of `len` elements whose contents are unspecified (but valid values): for outputs
+    /// that a kernel overwrites completely. Reuses pooled memory without clearing it.
+    pub fn for_overwrite(dtype: DType, len: usize) -> CpuStorage {
+        dispatch_dtype!(dtype, T => T::wrap(pool::take::<T>(len)))
+    }
+
+    pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {
+        T::wrap(v)
+    }
+}
+
+impl Drop for CpuStorage {
+    fn drop(&mut self) {
+        with_storage!(self, v => pool::give(std::mem::take(v)))
+    }
+}

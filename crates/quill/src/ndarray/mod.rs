@@ -1,0 +1,121 @@
+//! `NDArray`: a shared buffer plus a `Layout` (shape, signed strides, offset), a dtype and a
+//! device. Views share the buffer, so a write through one is seen by all. The buffer sits behind
+//! a read-write lock: kernels hold it only while they run, and writes into a buffer that is also
+//! being read go through a temporary, so aliasing never gives a wrong answer.
+
+mod assign;
+mod create;
+mod display;
+mod views;
+
+use crate::device::{Device, Storage};
+use quill_core::{DType, Error, Layout, Result};
+use quill_cpu::CpuElement;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+#[derive(Clone)]
+pub struct NDArray {
+    storage: Arc<RwLock<Storage>>,
+    layout: Layout,
+    dtype: DType,
+}
+
+impl NDArray {
+    pub(crate) fn from_storage(storage: Storage, layout: Layout) -> NDArray {
+        let dtype = storage.dtype();
+        NDArray {
+            storage: Arc::new(RwLock::new(storage)),
+            layout,
+            dtype,
+        }
+    }
+
+    /// A new array over the same buffer.
+    pub(crate) fn with_layout(&self, layout: Layout) -> NDArray {
+        NDArray {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+        }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.storage.read().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.storage.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+    /// Strides in elements; negative for reversed axes, 0 for broadcast ones.
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+    /// Position of the first element in the buffer, in elements.
+    pub fn offset(&self) -> usize {
+        self.layout.offset()
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn device(&self) -> Device {
+        self.read().device()
+    }
+    /// C-contiguous (size-1 dims ignored): the elements are one run of the buffer, in order.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+    /// Length of the underlying buffer in elements.
+    pub fn buffer_len(&self) -> usize {
+        self.read().len()
+    }
+    /// True when both arrays are views of one buffer.
+    pub fn shares_storage_with(&self, other: &NDArray) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// The elements in C order, as `T`, which must be the array's dtype.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "to_vec",
+                expected: self.dtype,
+                got: T::DTYPE,
+            });
+        }
+        let c = self.compact();
+        let guard = c.read();
+        let s = T::slice(guard.cpu()).expect("dtype checked above");
+        let off = c.layout.offset();
+        Ok(s[off..off + c.numel()].to_vec())
+    }
+
+    /// The one element of a size-1 array, cast to `T` with NumPy's rules.
+    pub fn item<T: CpuElement>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "only arrays with one element can be read as a scalar; shape {:?} has {}",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(quill_cpu::cast::read_as::<T>(
+            self.read().cpu(),
+            self.layout.offset(),
+        ))
+    }
+}
