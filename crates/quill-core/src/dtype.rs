@@ -203,15 +203,45 @@ float_element!(
     0.0,
     1.0
 );
-// i64 -> f16/bf16 goes through f64 first; every i64 that does not round to inf in f16/bf16 is
-// exact enough in f64 that the double rounding cannot change the result (f64 has 53 bits, the
-// halves 11 and 8).
+// f64 and i64 -> f16/bf16 round once, to nearest even, from the exact value. `half`'s `from_f64`
+// does not: it drops the low 32 bits of the f64 first (bf16, and f16 without F16C) or rounds to
+// f32 to nearest first (f16 with F16C), so values just past a tie could round down. Rounding to
+// f32 "to odd" (truncate, then set the last bit if anything was dropped) keeps the information
+// that decides the second rounding, and f32's 24 bits exceed the halves' 11 and 8 by at least 2,
+// which makes the two roundings equal one.
+fn f64_to_f32_odd(v: f64) -> f32 {
+    let f = v as f32;
+    if v.is_nan() || f as f64 == v {
+        return f;
+    }
+    let t = if (f as f64).abs() > v.abs() {
+        f32::from_bits(f.to_bits() - 1)
+    } else {
+        f
+    };
+    f32::from_bits(t.to_bits() | 1)
+}
+
+fn i64_to_f32_odd(v: i64) -> f32 {
+    let f = v as f32;
+    let (fi, vi) = (f as i128, v as i128);
+    if fi == vi {
+        return f;
+    }
+    let t = if fi.abs() > vi.abs() {
+        f32::from_bits(f.to_bits() - 1)
+    } else {
+        f
+    };
+    f32::from_bits(t.to_bits() | 1)
+}
+
 float_element!(
     f16,
     F16,
     f64::from,
-    f16::from_f64,
-    |v: i64| f16::from_f64(v as f64),
+    |v: f64| f16::from_f32(f64_to_f32_odd(v)),
+    |v: i64| f16::from_f32(i64_to_f32_odd(v)),
     f16::ZERO,
     f16::ONE
 );
@@ -219,8 +249,8 @@ float_element!(
     bf16,
     BF16,
     f64::from,
-    bf16::from_f64,
-    |v: i64| bf16::from_f64(v as f64),
+    |v: f64| bf16::from_f32(f64_to_f32_odd(v)),
+    |v: i64| bf16::from_f32(i64_to_f32_odd(v)),
     bf16::ZERO,
     bf16::ONE
 );

@@ -51,10 +51,13 @@ impl Layout {
             offset,
         };
         let (lo, hi) = l.offset_bounds();
+        // No buffer holds more than isize::MAX elements; the view transforms rely on every
+        // offset fitting in isize.
+        let len = buffer_len.min(isize::MAX as usize);
         let ok = if numel == 0 {
-            offset <= buffer_len
+            offset <= len
         } else {
-            lo >= 0 && hi < buffer_len as i128
+            lo >= 0 && hi < len as i128
         };
         if !ok {
             return Err(Error::OutOfBounds {
@@ -332,6 +335,8 @@ impl Layout {
             None if known != numel => return Err(size_err()),
             None => {}
         }
+        // A zero dim hides the overflow of the others from `known`: [0, 2^62, 4] is no shape.
+        checked_numel(op, &out)?;
         Ok(out)
     }
 

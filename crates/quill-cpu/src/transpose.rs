@@ -40,8 +40,15 @@ impl Word for u32 {
         rows: usize,
         cols: usize,
     ) {
+        // `dk >= 16` keeps a block's 16 destination rows disjoint; a self-overlapping
+        // destination (an `as_strided` view) has smaller row strides and takes the scalar tiles.
         #[cfg(target_arch = "x86_64")]
-        if sk == 1 && rows >= 16 && cols >= 16 && std::arch::is_x86_feature_detected!("avx512f") {
+        if sk == 1
+            && rows >= 16
+            && cols >= 16
+            && dk >= 16
+            && std::arch::is_x86_feature_detected!("avx512f")
+        {
             let (r16, c16) = (rows & !15, cols & !15);
             for rb in (0..r16 as isize).step_by(16) {
                 for cb in (0..c16 as isize).step_by(16) {
