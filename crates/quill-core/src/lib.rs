@@ -7,7 +7,9 @@
 pub mod dtype;
 pub mod error;
 pub mod layout;
+pub mod ops;
 pub mod plan;
+pub mod promote;
 pub mod shape;
 pub mod slice;
 
@@ -15,5 +17,7 @@ pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};
 pub use layout::{Layout, OffsetIter};
+pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use plan::LoopPlan;
+pub use promote::{promote_types, promote_with_scalar};
 pub use slice::{Ellipsis, NewAxis, SliceArg};

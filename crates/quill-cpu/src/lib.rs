@@ -4,9 +4,12 @@
 
 pub mod cast;
 pub mod copy;
+pub mod elementwise;
 pub mod fill;
+pub mod matmul;
 pub mod par;
 pub mod pool;
+pub mod reduce;
 pub mod storage;
 pub mod transpose;
 

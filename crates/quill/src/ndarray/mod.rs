@@ -6,6 +6,8 @@
 mod assign;
 mod create;
 mod display;
+mod matmul;
+mod reduce;
 mod views;
 
 use crate::device::{Device, Storage};

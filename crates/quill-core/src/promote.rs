@@ -1,0 +1,86 @@
+//! Type promotion for binary ops: NumPy's `promote_types` between two array dtypes, and NEP 50
+//! for Rust or Python scalars, which are "weak": `f32_array * 2.0` stays f32, `u8_array + 1`
+//! stays u8, and only a kind the array lacks (a float scalar with an integer array) changes it.
+//! NumPy has no bfloat16; bf16 promotes as ml_dtypes makes it (exact types first, else the
+//! smallest float that holds both).
+
+use crate::{DType, Scalar};
+
+/// The smallest dtype both `a` and `b` convert to safely (NumPy's table).
+pub fn promote_types(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    let (lo, hi) = if rank(a) <= rank(b) { (a, b) } else { (b, a) };
+    match (lo, hi) {
+        (Bool, x) => x,
+        (U8, I32) => I32,
+        (U8, I64) | (I32, I64) => I64,
+        (U8, f) if f.is_float() => f,
+        // int32 and int64 do not fit f16, bf16 or f32 exactly: NumPy goes to f64.
+        (I32 | I64, F16 | BF16 | F32) => F64,
+        (I32 | I64, F64) => F64,
+        (F16, BF16) => F32,
+        (F16 | BF16, F32) => F32,
+        (_, F64) => F64,
+        _ => hi,
+    }
+}
+
+/// The order used to pair dtypes in `promote_types`: bools, then integers, then floats.
+fn rank(d: DType) -> u8 {
+    use DType::*;
+    match d {
+        Bool => 0,
+        U8 => 1,
+        I32 => 2,
+        I64 => 3,
+        F16 => 4,
+        BF16 => 5,
+        F32 => 6,
+        F64 => 7,
+    }
+}
+
+/// The dtype of `array op scalar` under NEP 50: the array's dtype unless the scalar is of a
+/// higher kind (a float scalar with an integer or bool array gives f64, an integer scalar with a
+/// bool array gives i64).
+pub fn promote_with_scalar(array: DType, scalar: Scalar) -> DType {
+    match scalar {
+        Scalar::B(_) => array,
+        Scalar::I(_) if array == DType::Bool => DType::I64,
+        Scalar::I(_) => array,
+        Scalar::F(_) if array.is_float() => array,
+        Scalar::F(_) => DType::F64,
+    }
+}
+
+/// The dtype a scalar alone takes when it becomes an array (NumPy's defaults).
+pub fn scalar_dtype(s: Scalar) -> DType {
+    match s {
+        Scalar::F(_) => DType::F64,
+        Scalar::I(_) => DType::I64,
+        Scalar::B(_) => DType::Bool,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+
+    #[test]
+    fn symmetric_and_idempotent() {
+        for a in DType::ALL {
+            assert_eq!(promote_types(a, a), a);
+            for b in DType::ALL {
+                assert_eq!(promote_types(a, b), promote_types(b, a), "{a} {b}");
+                // The result holds both: promoting again with either input changes nothing.
+                let c = promote_types(a, b);
+                assert_eq!(promote_types(c, a), c);
+                assert_eq!(promote_types(c, b), c);
+            }
+        }
+    }
+}

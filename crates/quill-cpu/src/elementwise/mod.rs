@@ -1,0 +1,1 @@
+//! Elementwise kernels (being built: see issue 3).

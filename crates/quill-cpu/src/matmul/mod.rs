@@ -1,0 +1,1 @@
+//! Matmul kernels (being built: see issue 3).

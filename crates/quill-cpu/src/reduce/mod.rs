@@ -1,0 +1,1 @@
+//! Reduction kernels (being built: see issue 3).

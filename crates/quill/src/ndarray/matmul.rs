@@ -1,0 +1,1 @@
+//! Matmul with NumPy semantics (being built: see issue 3).

@@ -1,0 +1,1 @@
+//! Reductions (being built: see issue 3).
