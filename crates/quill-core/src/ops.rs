@@ -193,20 +193,30 @@ impl UnaryOp {
             Cos => x.cos(),
             Tan => x.tan(),
             Tanh => x.tanh(),
-            Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            Relu => {
-                if x > 0.0 || x.is_nan() {
-                    x
+            // exp(-|x|) cannot overflow, so tiny results stay accurate for very negative x.
+            Sigmoid => {
+                let e = (-x.abs()).exp();
+                if x >= 0.0 {
+                    1.0 / (1.0 + e)
                 } else {
-                    0.0
+                    e / (1.0 + e)
                 }
             }
-            Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+            Relu => {
+                if x < 0.0 {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            Gelu => 0.5 * x * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2),
             GeluTanh => {
                 let k = (2.0 / std::f64::consts::PI).sqrt();
-                0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+                let u = 2.0 * k * (x + 0.044715 * x * x * x);
+                // 0.5 (1 + tanh(u / 2)) written as the sigmoid, which does not cancel.
+                x * UnaryOp::Sigmoid.eval_f64(u)
             }
-            Erf => erf(x),
+            Erf => libm::erf(x),
             Floor => x.floor(),
             Ceil => x.ceil(),
             Round => x.round_ties_even(),
@@ -217,43 +227,6 @@ impl UnaryOp {
             IsFinite => b(x.is_finite()),
         }
     }
-}
-
-/// The error function to about 1e-15 relative: Abramowitz-Stegun-free, through the series for
-/// small |x| and the continued fraction of erfc for large |x|.
-pub fn erf(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
-    }
-    let a = x.abs();
-    let r = if a < 2.5 {
-        // Maclaurin series: erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)).
-        let mut term = a;
-        let mut sum = a;
-        let x2 = a * a;
-        let mut n = 0.0;
-        loop {
-            n += 1.0;
-            term *= -x2 / n;
-            let t = term / (2.0 * n + 1.0);
-            sum += t;
-            if t.abs() < 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        sum * std::f64::consts::FRAC_2_SQRT_PI
-    } else if a < 6.0 {
-        // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + 2/(x + ...))))), evaluated
-        // backwards (Lentz is unnecessary at this depth).
-        let mut f = 0.0;
-        for k in (1..60).rev() {
-            f = (k as f64 / 2.0) / (a + f);
-        }
-        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / (a + f)
-    } else {
-        1.0
-    };
-    r.copysign(x)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

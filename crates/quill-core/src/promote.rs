@@ -68,7 +68,6 @@ pub fn scalar_dtype(s: Scalar) -> DType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DType::*;
 
     #[test]
     fn symmetric_and_idempotent() {

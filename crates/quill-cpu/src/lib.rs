@@ -10,6 +10,7 @@ pub mod matmul;
 pub mod par;
 pub mod pool;
 pub mod reduce;
+pub mod simd;
 pub mod storage;
 pub mod transpose;
 

@@ -19,7 +19,8 @@ pub mod ndarray;
 pub use device::Device;
 pub use ndarray::NDArray;
 pub use quill_core::{
-    bf16, f16, s, DType, Element, Ellipsis, Error, Layout, NewAxis, Result, Scalar, SliceArg,
+    bf16, f16, s, BinaryOp, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp, Result,
+    Scalar, SliceArg, UnaryOp,
 };
 pub use quill_cpu::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,

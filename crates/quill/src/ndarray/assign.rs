@@ -38,7 +38,7 @@ impl NDArray {
         )
     }
 
-    fn check_writable(&self, op: &'static str) -> Result<()> {
+    pub(super) fn check_writable(&self, op: &'static str) -> Result<()> {
         match self.layout.broadcast_dim() {
             Some(dim) => Err(Error::ReadOnlyView {
                 op,

@@ -6,7 +6,9 @@
 mod assign;
 mod create;
 mod display;
+mod elementwise;
 mod matmul;
+mod operators;
 mod reduce;
 mod views;
 

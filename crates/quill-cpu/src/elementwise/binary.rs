@@ -1,0 +1,210 @@
+//! Binary kernels: `op(a, b)` over two strided inputs of one (broadcast) shape into a
+//! contiguous output. Inputs arrive in the op's compute dtype; comparisons write bool. The inner
+//! loop takes the contiguous, stride-0 (scalar or row/column broadcast) or strided path per run.
+
+use super::real::{FloatElement, Real};
+use super::walk::{for_each_run, map2, map_inplace};
+use crate::simd::with_best_simd;
+use crate::{CpuElement, CpuStorage};
+use quill_core::{BinaryOp, Error, LoopPlan, Result};
+
+/// Where a binary kernel writes: `same` takes ops whose result has the operands' dtype,
+/// `test` the comparisons (bool results).
+pub trait Sink<T> {
+    fn same(&mut self, f: impl Fn(T, T) -> T + Sync);
+    fn test(&mut self, f: impl Fn(T, T) -> bool + Sync);
+}
+
+/// Into `out[at..at + numel]`, reading operands 1 and 2 of `plan`.
+pub struct Fresh<'a, T> {
+    pub ab: (&'a [T], &'a [T]),
+    pub plan: &'a LoopPlan,
+    pub out: &'a mut CpuStorage,
+    pub at: usize,
+}
+
+impl<T: CpuElement> Fresh<'_, T> {
+    fn run<U: CpuElement>(&mut self, f: impl Fn(T, T) -> U + Sync) {
+        let o = U::slice_mut(self.out).expect("output dtype is the op's result dtype");
+        let o = &mut o[self.at..self.at + self.plan.numel()];
+        let ab = self.ab;
+        for_each_run(o, self.plan, |o, offs, sts| {
+            with_best_simd(#[inline(always)] || map2(o, ab, offs, sts, &f))
+        });
+    }
+}
+
+impl<T: CpuElement> Sink<T> for Fresh<'_, T> {
+    fn same(&mut self, f: impl Fn(T, T) -> T + Sync) {
+        self.run(f)
+    }
+    fn test(&mut self, f: impl Fn(T, T) -> bool + Sync) {
+        self.run(f)
+    }
+}
+
+/// `o = f(o, b)` over a contiguous destination `o` (operand 0 of `plan`) and `b` (operand 1).
+/// Comparisons cannot write in place; `test` records that and the caller reports it.
+pub struct InPlace<'a, T> {
+    pub o: &'a mut [T],
+    pub b: &'a [T],
+    pub plan: &'a LoopPlan,
+    pub refused: bool,
+}
+
+impl<T: CpuElement> Sink<T> for InPlace<'_, T> {
+    fn same(&mut self, f: impl Fn(T, T) -> T + Sync) {
+        let b = self.b;
+        for_each_run(self.o, self.plan, |o, [ob], [sb]| {
+            with_best_simd(#[inline(always)] || map_inplace(o, b, ob, sb, &f))
+        });
+    }
+    fn test(&mut self, _f: impl Fn(T, T) -> bool + Sync) {
+        self.refused = true;
+    }
+}
+
+pub trait BinaryKernel: CpuElement {
+    /// Hands `op`'s elementwise function to `sink`.
+    fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()>;
+}
+
+fn unsupported(op: BinaryOp, dtype: quill_core::DType) -> Error {
+    Error::invalid(op.name(), format!("no kernel for dtype {dtype}"))
+}
+
+/// The comparisons, shared by every element type with a total or IEEE order.
+macro_rules! compare {
+    ($op:expr, $sink:expr, $conv:expr) => {
+        match $op {
+            BinaryOp::Eq => $sink.test(|x, y| $conv(x) == $conv(y)),
+            BinaryOp::Ne => $sink.test(|x, y| $conv(x) != $conv(y)),
+            BinaryOp::Lt => $sink.test(|x, y| $conv(x) < $conv(y)),
+            BinaryOp::Le => $sink.test(|x, y| $conv(x) <= $conv(y)),
+            BinaryOp::Gt => $sink.test(|x, y| $conv(x) > $conv(y)),
+            _ => $sink.test(|x, y| $conv(x) >= $conv(y)),
+        }
+    };
+}
+
+fn float_binary<T: FloatElement>(op: BinaryOp, sink: &mut impl Sink<T>) -> Result<()> {
+    use BinaryOp::*;
+    // A macro, not a helper taking `fn` pointers: the closure must inline into the SIMD loop.
+    macro_rules! f {
+        (|$x:ident, $y:ident| $e:expr) => {
+            |a: T, b: T| {
+                let ($x, $y) = (a.up(), b.up());
+                T::down($e)
+            }
+        };
+    }
+    match op {
+        Add => sink.same(f!(|x, y| x.add(y))),
+        Sub => sink.same(f!(|x, y| x.sub(y))),
+        Mul => sink.same(f!(|x, y| x.mul(y))),
+        Div => sink.same(f!(|x, y| x.div(y))),
+        Pow => sink.same(f!(|x, y| x.powf(y))),
+        // NumPy's formulas: NaN in either operand propagates.
+        Maximum => sink.same(f!(|x, y| if x >= y || x.is_nan() { x } else { y })),
+        Minimum => sink.same(f!(|x, y| if x <= y || x.is_nan() { x } else { y })),
+        Remainder => sink.same(f!(|x, y| x.rem_floor(y))),
+        Atan2 => sink.same(f!(|x, y| x.atan2(y))),
+        Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: T| v.up()),
+        LogicalAnd | LogicalOr | LogicalXor => return Err(unsupported(op, T::DTYPE)),
+    }
+    Ok(())
+}
+
+macro_rules! float_kernel {
+    ($($t:ty),*) => {$(
+        impl BinaryKernel for $t {
+            fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()> {
+                float_binary(op, sink)
+            }
+        }
+    )*};
+}
+float_kernel!(f32, f64, half::f16, half::bf16);
+
+macro_rules! int_kernel {
+    ($($t:ty),*) => {$(
+        impl BinaryKernel for $t {
+            fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()> {
+                use BinaryOp::*;
+                match op {
+                    // Integer arithmetic wraps, as NumPy's.
+                    Add => sink.same(|x: $t, y: $t| x.wrapping_add(y)),
+                    Sub => sink.same(|x: $t, y: $t| x.wrapping_sub(y)),
+                    Mul => sink.same(|x: $t, y: $t| x.wrapping_mul(y)),
+                    Pow => sink.same(int_pow::<$t>),
+                    Maximum => sink.same(|x: $t, y: $t| x.max(y)),
+                    Minimum => sink.same(|x: $t, y: $t| x.min(y)),
+                    Remainder => sink.same(|x: $t, y: $t| {
+                        // Floor modulo (Python's %); NumPy gives 0 for a zero divisor.
+                        if y == 0 {
+                            0
+                        } else {
+                            let m = x.wrapping_rem(y);
+                            #[allow(unused_comparisons)]
+                            if m != 0 && ((m < 0) != (y < 0)) { m.wrapping_add(y) } else { m }
+                        }
+                    }),
+                    Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: $t| v),
+                    Div | Atan2 | LogicalAnd | LogicalOr | LogicalXor => {
+                        return Err(unsupported(op, <$t as quill_core::Element>::DTYPE))
+                    }
+                }
+                Ok(())
+            }
+        }
+    )*};
+}
+int_kernel!(i32, i64, u8);
+
+/// Integer power by squaring, wrapping. A negative exponent (which NumPy rejects for integer
+/// arrays) gives the truncated exact result: 1 for base 1, +-1 for base -1, else 0.
+#[inline(always)]
+fn int_pow<T: IntPow>(x: T, y: T) -> T {
+    x.int_pow(y)
+}
+
+trait IntPow: Copy {
+    fn int_pow(self, e: Self) -> Self;
+}
+
+macro_rules! int_pow_impl {
+    ($($t:ty),*) => {$(
+        impl IntPow for $t {
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn int_pow(self, e: $t) -> $t {
+                if e < 0 {
+                    return match self as i64 {
+                        1 => 1,
+                        -1 => if e as i64 % 2 == 0 { 1 } else { self },
+                        _ => 0,
+                    };
+                }
+                self.wrapping_pow((e as i64).min(u32::MAX as i64) as u32)
+            }
+        }
+    )*};
+}
+int_pow_impl!(i32, i64, u8);
+
+impl BinaryKernel for bool {
+    fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()> {
+        use BinaryOp::*;
+        match op {
+            // NumPy: + and maximum are `or`, * and minimum are `and` on bools.
+            Add | Maximum | LogicalOr => sink.same(|x: bool, y: bool| x | y),
+            Mul | Minimum | LogicalAnd => sink.same(|x: bool, y: bool| x & y),
+            LogicalXor => sink.same(|x: bool, y: bool| x ^ y),
+            Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: bool| v),
+            Sub | Div | Pow | Remainder | Atan2 => {
+                return Err(unsupported(op, quill_core::DType::Bool))
+            }
+        }
+        Ok(())
+    }
+}

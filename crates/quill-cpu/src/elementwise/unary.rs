@@ -1,0 +1,197 @@
+//! Unary kernels: `op(x)` for every element of a strided input into a contiguous output. One
+//! table per kind of element (floats through `Real`, integers, bool); the op is matched once per
+//! call and each arm runs its own monomorphised, SIMD-compiled loop.
+
+use super::real::{FloatElement, Real, RealFn};
+use super::walk::{for_each_run, map1};
+use crate::simd::with_best_simd;
+use crate::{CpuElement, CpuStorage};
+use quill_core::{Error, LoopPlan, Result, UnaryOp};
+
+/// Writes `f(a)` for each element of `plan`'s operand 1 into `out[at..at + numel]`.
+fn run<T: CpuElement, U: CpuElement>(
+    a: &[T],
+    plan: &LoopPlan,
+    out: &mut CpuStorage,
+    at: usize,
+    f: impl Fn(T) -> U + Sync,
+) {
+    let o = U::slice_mut(out).expect("output dtype is the op's result dtype");
+    let o = &mut o[at..at + plan.numel()];
+    for_each_run(o, plan, |o, [off], [st]| {
+        with_best_simd(#[inline(always)] || map1(o, a, off, st, &f))
+    });
+}
+
+pub trait UnaryKernel: CpuElement {
+    /// `op` over `a` (operand 1 of `plan`; operand 0 is the output) into `out` from `at`.
+    /// `Self` is the op's compute dtype and `out` holds its result dtype.
+    fn unary(
+        op: UnaryOp,
+        a: &[Self],
+        plan: &LoopPlan,
+        out: &mut CpuStorage,
+        at: usize,
+    ) -> Result<()>;
+}
+
+fn unsupported(op: UnaryOp, dtype: quill_core::DType) -> Error {
+    Error::invalid(op.name(), format!("no kernel for dtype {dtype}"))
+}
+
+fn real_fn(op: UnaryOp) -> Option<RealFn> {
+    use UnaryOp::*;
+    Some(match op {
+        Neg => RealFn::Neg,
+        Abs => RealFn::Abs,
+        Sign => RealFn::Sign,
+        Exp => RealFn::Exp,
+        Exp2 => RealFn::Exp2,
+        Log => RealFn::Ln,
+        Log2 => RealFn::Log2,
+        Log1p => RealFn::Ln1p,
+        Expm1 => RealFn::Expm1,
+        Sqrt => RealFn::Sqrt,
+        Rsqrt => RealFn::Rsqrt,
+        Square => RealFn::Square,
+        Reciprocal => RealFn::Recip,
+        Sin => RealFn::Sin,
+        Cos => RealFn::Cos,
+        Tan => RealFn::Tan,
+        Tanh => RealFn::Tanh,
+        Sigmoid => RealFn::Sigmoid,
+        Relu => RealFn::Relu,
+        Gelu => RealFn::Gelu,
+        GeluTanh => RealFn::GeluTanh,
+        Erf => RealFn::Erf,
+        Floor => RealFn::Floor,
+        Ceil => RealFn::Ceil,
+        Round => RealFn::Round,
+        Trunc => RealFn::Trunc,
+        LogicalNot | IsNan | IsInf | IsFinite => return None,
+    })
+}
+
+/// Expands `$body` once per `RealFn` with `$F` a constant, so each loop is specialised.
+macro_rules! per_real_fn {
+    ($rf:expr, $F:ident => $body:expr) => {{
+        macro_rules! arm {
+            ($v:ident) => {{
+                const $F: RealFn = RealFn::$v;
+                $body
+            }};
+        }
+        match $rf {
+            RealFn::Neg => arm!(Neg),
+            RealFn::Abs => arm!(Abs),
+            RealFn::Sign => arm!(Sign),
+            RealFn::Exp => arm!(Exp),
+            RealFn::Exp2 => arm!(Exp2),
+            RealFn::Ln => arm!(Ln),
+            RealFn::Log2 => arm!(Log2),
+            RealFn::Ln1p => arm!(Ln1p),
+            RealFn::Expm1 => arm!(Expm1),
+            RealFn::Sqrt => arm!(Sqrt),
+            RealFn::Rsqrt => arm!(Rsqrt),
+            RealFn::Square => arm!(Square),
+            RealFn::Recip => arm!(Recip),
+            RealFn::Sin => arm!(Sin),
+            RealFn::Cos => arm!(Cos),
+            RealFn::Tan => arm!(Tan),
+            RealFn::Tanh => arm!(Tanh),
+            RealFn::Sigmoid => arm!(Sigmoid),
+            RealFn::Relu => arm!(Relu),
+            RealFn::Gelu => arm!(Gelu),
+            RealFn::GeluTanh => arm!(GeluTanh),
+            RealFn::Erf => arm!(Erf),
+            RealFn::Floor => arm!(Floor),
+            RealFn::Ceil => arm!(Ceil),
+            RealFn::Round => arm!(Round),
+            RealFn::Trunc => arm!(Trunc),
+        }
+    }};
+}
+
+fn float_unary<T: FloatElement>(
+    op: UnaryOp,
+    a: &[T],
+    plan: &LoopPlan,
+    out: &mut CpuStorage,
+    at: usize,
+) -> Result<()> {
+    match real_fn(op) {
+        Some(rf) => per_real_fn!(rf, F => run(a, plan, out, at, |x: T| T::down(x.up().f(F)))),
+        None => match op {
+            UnaryOp::LogicalNot => run(a, plan, out, at, |x: T| x.up().is_zero()),
+            UnaryOp::IsNan => run(a, plan, out, at, |x: T| x.up().is_nan()),
+            UnaryOp::IsInf => run(a, plan, out, at, |x: T| x.up().is_infinite()),
+            _ => run(a, plan, out, at, |x: T| x.up().is_finite()),
+        },
+    }
+    Ok(())
+}
+
+macro_rules! float_kernel {
+    ($($t:ty),*) => {$(
+        impl UnaryKernel for $t {
+            fn unary(op: UnaryOp, a: &[Self], plan: &LoopPlan, out: &mut CpuStorage, at: usize)
+                -> Result<()> {
+                float_unary(op, a, plan, out, at)
+            }
+        }
+    )*};
+}
+float_kernel!(f32, f64, half::f16, half::bf16);
+
+macro_rules! int_kernel {
+    ($t:ty, $abs:expr, $sign:expr) => {
+        impl UnaryKernel for $t {
+            fn unary(
+                op: UnaryOp,
+                a: &[Self],
+                plan: &LoopPlan,
+                out: &mut CpuStorage,
+                at: usize,
+            ) -> Result<()> {
+                use UnaryOp::*;
+                match op {
+                    // Integers wrap, as NumPy's (abs of the minimum is the minimum).
+                    Neg => run(a, plan, out, at, |x: $t| x.wrapping_neg()),
+                    Abs => run(a, plan, out, at, $abs),
+                    Sign => run(a, plan, out, at, $sign),
+                    Square => run(a, plan, out, at, |x: $t| x.wrapping_mul(x)),
+                    Relu => run(a, plan, out, at, |x: $t| x.max(0)),
+                    Floor | Ceil | Round | Trunc => run(a, plan, out, at, |x: $t| x),
+                    LogicalNot => run(a, plan, out, at, |x: $t| x == 0),
+                    IsNan | IsInf => run(a, plan, out, at, |_: $t| false),
+                    IsFinite => run(a, plan, out, at, |_: $t| true),
+                    _ => return Err(unsupported(op, <$t as quill_core::Element>::DTYPE)),
+                }
+                Ok(())
+            }
+        }
+    };
+}
+int_kernel!(i32, |x: i32| x.wrapping_abs(), |x: i32| x.signum());
+int_kernel!(i64, |x: i64| x.wrapping_abs(), |x: i64| x.signum());
+int_kernel!(u8, |x: u8| x, |x: u8| x.min(1));
+
+impl UnaryKernel for bool {
+    fn unary(
+        op: UnaryOp,
+        a: &[Self],
+        plan: &LoopPlan,
+        out: &mut CpuStorage,
+        at: usize,
+    ) -> Result<()> {
+        use UnaryOp::*;
+        match op {
+            LogicalNot => run(a, plan, out, at, |x: bool| !x),
+            Floor | Ceil | Round | Trunc => run(a, plan, out, at, |x: bool| x),
+            IsNan | IsInf => run(a, plan, out, at, |_: bool| false),
+            IsFinite => run(a, plan, out, at, |_: bool| true),
+            _ => return Err(unsupported(op, quill_core::DType::Bool)),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,275 @@
+//! Elementwise arithmetic on arrays: unary ops, binary ops with NumPy broadcasting and type
+//! promotion (scalars are weak, NEP 50), in-place forms, `where_` and `clip`. Operands of any
+//! strides go straight to the kernels; only an operand of the wrong dtype is converted first.
+
+use super::NDArray;
+use crate::device::Storage;
+use quill_core::promote::{promote_with_scalar, scalar_dtype};
+use quill_core::shape::broadcast_shapes;
+use quill_core::{BinaryOp, DType, Error, Layout, Result, Scalar, UnaryOp};
+
+impl NDArray {
+    /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
+    pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
+        let compute = op.compute_dtype(self.dtype)?;
+        let src = self.cast_for(compute);
+        let out = quill_cpu::elementwise::unary(op, src.read().cpu(), &src.layout)?;
+        Ok(NDArray::from_storage(
+            Storage::Cpu(out),
+            Layout::contiguous(self.shape())?,
+        ))
+    }
+
+    /// This array, converted when its dtype differs from `dtype` (no copy otherwise).
+    fn cast_for(&self, dtype: DType) -> NDArray {
+        if self.dtype == dtype {
+            self.clone()
+        } else {
+            self.astype(dtype)
+        }
+    }
+
+    /// `op(self, other)` with NumPy broadcasting and type promotion.
+    pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
+        let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
+        let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        let (a, b) = (self.cast_for(compute), other.cast_for(compute));
+        let la = a.layout.broadcast_to(&shape)?;
+        let lb = b.layout.broadcast_to(&shape)?;
+        let out = if a.shares_storage_with(&b) {
+            let g = a.read();
+            quill_cpu::elementwise::binary(op, (g.cpu(), &la), (g.cpu(), &lb))?
+        } else {
+            let (ga, gb) = (a.read(), b.read());
+            quill_cpu::elementwise::binary(op, (ga.cpu(), &la), (gb.cpu(), &lb))?
+        };
+        Ok(NDArray::from_storage(
+            Storage::Cpu(out),
+            Layout::contiguous(&shape)?,
+        ))
+    }
+
+    /// `op(self, value)` (or `op(value, self)` when `reversed`), the scalar weak as in NumPy 2:
+    /// `f32_array * 2.0` stays f32 and `u8_array + 1` stays u8.
+    pub fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        value: impl Into<Scalar>,
+        reversed: bool,
+    ) -> Result<NDArray> {
+        let s = scalar_array(op, self.dtype, value.into())?;
+        if reversed {
+            s.binary(op, self)
+        } else {
+            self.binary(op, &s)
+        }
+    }
+
+    /// `self = op(self, other)`, written into this array or view. `other` must broadcast to this
+    /// shape, and the result must convert to this dtype within its kind (NumPy's `same_kind`:
+    /// an integer array cannot take a float result).
+    pub fn binary_assign(&self, op: BinaryOp, other: &NDArray) -> Result<()> {
+        let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
+        if shape != self.shape() {
+            return Err(Error::ShapeMismatch {
+                op: op.name(),
+                lhs: self.shape().into(),
+                rhs: other.shape().into(),
+                hint: " (an in-place op cannot change the destination's shape)".into(),
+            });
+        }
+        self.check_writable(op.name())?;
+        let result = op.result_dtype(self.dtype, other.dtype)?;
+        if !same_kind(result, self.dtype) {
+            return Err(Error::invalid(
+                op.name(),
+                format!(
+                    "cannot write a {result} result into a {} array in place (casting rule \
+                     same_kind); use the out-of-place form and astype",
+                    self.dtype
+                ),
+            ));
+        }
+        let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        let direct = self.is_contiguous()
+            && !self.shares_storage_with(other)
+            && compute == self.dtype
+            && result == self.dtype;
+        if !direct {
+            return self.assign(&self.binary(op, other)?);
+        }
+        let b = other.cast_for(compute);
+        let lb = b.layout.broadcast_to(self.shape())?;
+        let gb = b.read();
+        let mut gs = self.write();
+        quill_cpu::elementwise::binary_inplace(op, gs.cpu_mut(), &self.layout, (gb.cpu(), &lb))
+    }
+
+    /// `self = op(self, value)` in place, the scalar weak as in `binary_scalar`.
+    pub fn binary_scalar_assign(&self, op: BinaryOp, value: impl Into<Scalar>) -> Result<()> {
+        let s = scalar_array(op, self.dtype, value.into())?;
+        self.binary_assign(op, &s)
+    }
+
+    /// Elements of `a` where `cond` is true, else of `b`; the three broadcast together and `a`,
+    /// `b` promote to a common dtype. `cond` is converted to bool (nonzero is true).
+    pub fn where_(cond: &NDArray, a: &NDArray, b: &NDArray) -> Result<NDArray> {
+        const OP: &str = "where";
+        let shape = broadcast_shapes(OP, cond.shape(), a.shape())?;
+        let shape = broadcast_shapes(OP, &shape, b.shape())?;
+        let dtype = quill_core::promote_types(a.dtype, b.dtype);
+        let (c, a, b) = (
+            cond.cast_for(DType::Bool),
+            a.cast_for(dtype),
+            b.cast_for(dtype),
+        );
+        let (lc, la, lb) = (
+            c.layout.broadcast_to(&shape)?,
+            a.layout.broadcast_to(&shape)?,
+            b.layout.broadcast_to(&shape)?,
+        );
+        // One guard per distinct buffer: a second read lock on a buffer this thread already
+        // reads could wait behind a queued writer.
+        let gc = c.read();
+        let ga = (!a.shares_storage_with(&c)).then(|| a.read());
+        let gb = (!b.shares_storage_with(&c) && !b.shares_storage_with(&a)).then(|| b.read());
+        let sa = ga.as_ref().map_or(gc.cpu(), |g| g.cpu());
+        let sb = match &gb {
+            Some(g) => g.cpu(),
+            None if b.shares_storage_with(&c) => gc.cpu(),
+            None => sa,
+        };
+        let out = quill_cpu::elementwise::where_((gc.cpu(), &lc), (sa, &la), (sb, &lb))?;
+        Ok(NDArray::from_storage(
+            Storage::Cpu(out),
+            Layout::contiguous(&shape)?,
+        ))
+    }
+
+    /// Elements limited to `[min, max]` (NumPy's `clip`: `minimum(maximum(x, min), max)`; NaN
+    /// stays NaN).
+    pub fn clip(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<NDArray> {
+        self.binary_scalar(BinaryOp::Maximum, min, false)?
+            .binary_scalar(BinaryOp::Minimum, max, false)
+    }
+}
+
+/// NumPy's `same_kind` casting between the result of an op and its in-place destination.
+fn same_kind(from: DType, to: DType) -> bool {
+    let kind = |d: DType| {
+        if d.is_float() {
+            2
+        } else if d.is_int() {
+            1
+        } else {
+            0
+        }
+    };
+    kind(from) <= kind(to)
+}
+
+/// The rank-0 array a weak scalar becomes next to an array of dtype `array`.
+fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
+    let mut dtype = promote_with_scalar(array, s);
+    if let (Scalar::I(v), true) = (s, dtype.is_int()) {
+        let (lo, hi) = match dtype {
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
+        };
+        if v < lo || v > hi {
+            if !op.is_comparison() {
+                return Err(Error::invalid(
+                    op.name(),
+                    format!(
+                        "the integer {v} is out of bounds for {dtype} (NumPy 2 rule); \
+                         astype the array to a wider dtype first"
+                    ),
+                ));
+            }
+            // A comparison with an out-of-range integer is still well defined.
+            dtype = scalar_dtype(s);
+        }
+    }
+    NDArray::full(&[], s, dtype)
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl NDArray {$(
+            #[doc = concat!("Elementwise `", stringify!($name), "` (see `UnaryOp::", stringify!($op), "`).")]
+            pub fn $name(&self) -> Result<NDArray> {
+                self.unary(UnaryOp::$op)
+            }
+        )*}
+    };
+}
+unary_methods!(
+    neg => Neg, abs => Abs, sign => Sign, exp => Exp, exp2 => Exp2, log => Log, log2 => Log2,
+    log1p => Log1p, expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, square => Square,
+    reciprocal => Reciprocal, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
+    sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
+    floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
+    isnan => IsNan, isinf => IsInf, isfinite => IsFinite,
+);
+
+macro_rules! binary_methods {
+    ($($name:ident, $scalar:ident => $op:ident),* $(,)?) => {
+        impl NDArray {$(
+            #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting and promotion.")]
+            pub fn $name(&self, other: &NDArray) -> Result<NDArray> {
+                self.binary(BinaryOp::$op, other)
+            }
+            #[doc = concat!("`", stringify!($name), "(self, value)` with a weak scalar.")]
+            pub fn $scalar(&self, value: impl Into<Scalar>) -> Result<NDArray> {
+                self.binary_scalar(BinaryOp::$op, value, false)
+            }
+        )*}
+    };
+}
+binary_methods!(
+    add, add_scalar => Add, sub, sub_scalar => Sub, mul, mul_scalar => Mul,
+    div, div_scalar => Div, pow, pow_scalar => Pow, maximum, maximum_scalar => Maximum,
+    minimum, minimum_scalar => Minimum, remainder, remainder_scalar => Remainder,
+    atan2, atan2_scalar => Atan2, eq, eq_scalar => Eq, ne, ne_scalar => Ne, lt, lt_scalar => Lt,
+    le, le_scalar => Le, gt, gt_scalar => Gt, ge, ge_scalar => Ge,
+    logical_and, logical_and_scalar => LogicalAnd, logical_or, logical_or_scalar => LogicalOr,
+    logical_xor, logical_xor_scalar => LogicalXor,
+);
+
+macro_rules! reversed_scalar_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl NDArray {$(
+            #[doc = concat!("`", stringify!($op), "(value, self)` with a weak scalar.")]
+            pub fn $name(&self, value: impl Into<Scalar>) -> Result<NDArray> {
+                self.binary_scalar(BinaryOp::$op, value, true)
+            }
+        )*}
+    };
+}
+reversed_scalar_methods!(
+    rsub_scalar => Sub, rdiv_scalar => Div, rpow_scalar => Pow, rremainder_scalar => Remainder,
+    ratan2_scalar => Atan2,
+);
+
+macro_rules! assign_methods {
+    ($($name:ident, $scalar:ident => $op:ident),* $(,)?) => {
+        impl NDArray {$(
+            #[doc = concat!("`self = ", stringify!($op), "(self, other)` in place.")]
+            pub fn $name(&self, other: &NDArray) -> Result<()> {
+                self.binary_assign(BinaryOp::$op, other)
+            }
+            #[doc = concat!("`self = ", stringify!($op), "(self, value)` in place.")]
+            pub fn $scalar(&self, value: impl Into<Scalar>) -> Result<()> {
+                self.binary_scalar_assign(BinaryOp::$op, value)
+            }
+        )*}
+    };
+}
+assign_methods!(
+    add_assign, add_scalar_assign => Add, sub_assign, sub_scalar_assign => Sub,
+    mul_assign, mul_scalar_assign => Mul, div_assign, div_scalar_assign => Div,
+    pow_assign, pow_scalar_assign => Pow, maximum_assign, maximum_scalar_assign => Maximum,
+    minimum_assign, minimum_scalar_assign => Minimum,
+    remainder_assign, remainder_scalar_assign => Remainder,
+);
