@@ -2,7 +2,8 @@
 //! a contiguous destination row and a large source stride `sc`. Copies move bits, so kernels
 //! exist per element width (`Word`); 4-byte words (f32, i32) use an AVX-512 16x16 register
 //! transpose when the CPU has it (detected at run time), where both the 16 loads and the 16
-//! stores are whole 64-byte lines. Everything else uses cache-sized scalar tiles.
+//! stores are whole 64-byte lines, else an AVX2 8x8 one. Everything else uses cache-sized
+//! scalar tiles.
 
 /// An element width the copy kernels move.
 pub trait Word: Copy + Send + Sync + 'static {
@@ -40,44 +41,52 @@ impl Word for u32 {
         rows: usize,
         cols: usize,
     ) {
-        // `dk >= 16` keeps a block's 16 destination rows disjoint; a self-overlapping
+        // `dk >= B` keeps a block's B destination rows disjoint; a self-overlapping
         // destination (an `as_strided` view) has smaller row strides and takes the scalar tiles.
         #[cfg(target_arch = "x86_64")]
-        if sk == 1
-            && rows >= 16
-            && cols >= 16
-            && dk >= 16
-            && std::arch::is_x86_feature_detected!("avx512f")
         {
-            let (r16, c16) = (rows & !15, cols & !15);
-            for rb in (0..r16 as isize).step_by(16) {
-                for cb in (0..c16 as isize).step_by(16) {
-                    block16(dst, d0 + rb * dk + cb, dk, src, s0 + rb + cb * sc, sc);
+            type Block = fn(&mut [u32], isize, isize, &[u32], isize, isize);
+            let kernel: Option<(usize, Block)> = if std::arch::is_x86_feature_detected!("avx512f") {
+                Some((16, block16))
+            } else if std::arch::is_x86_feature_detected!("avx2") {
+                Some((8, block8))
+            } else {
+                None
+            };
+            if let Some((b, block)) = kernel {
+                if sk == 1 && rows >= b && cols >= b && dk >= b as isize {
+                    let (rb_end, cb_end) = (rows / b * b, cols / b * b);
+                    for rb in (0..rb_end as isize).step_by(b) {
+                        for cb in (0..cb_end as isize).step_by(b) {
+                            block(dst, d0 + rb * dk + cb, dk, src, s0 + rb + cb * sc, sc);
+                        }
+                    }
+                    let (r_, c_) = (rb_end as isize, cb_end as isize);
+                    tile_scalar(
+                        dst,
+                        d0 + r_ * dk,
+                        dk,
+                        src,
+                        s0 + r_,
+                        1,
+                        sc,
+                        rows - rb_end,
+                        cols,
+                    );
+                    tile_scalar(
+                        dst,
+                        d0 + c_,
+                        dk,
+                        src,
+                        s0 + c_ * sc,
+                        1,
+                        sc,
+                        rb_end,
+                        cols - cb_end,
+                    );
+                    return;
                 }
             }
-            tile_scalar(
-                dst,
-                d0 + r16 as isize * dk,
-                dk,
-                src,
-                s0 + r16 as isize,
-                1,
-                sc,
-                rows - r16,
-                cols,
-            );
-            tile_scalar(
-                dst,
-                d0 + c16 as isize,
-                dk,
-                src,
-                s0 + c16 as isize * sc,
-                1,
-                sc,
-                r16,
-                cols - c16,
-            );
-            return;
         }
         tile_scalar(dst, d0, dk, src, s0, sk, sc, rows, cols);
     }
@@ -178,6 +187,60 @@ unsafe fn block16_avx512(dst: *mut u32, dk: isize, src: *const u32, sc: isize) {
     }
 }
 
+/// One 8x8 block: `dst[d + i*dk + j] = src[s + j*sc + i]` for i, j < 8 (the AVX2 kernel).
+#[cfg(target_arch = "x86_64")]
+fn block8(dst: &mut [u32], d: isize, dk: isize, src: &[u32], s: isize, sc: isize) {
+    let s_lo = s + 7 * sc.min(0);
+    let s_hi = s + 7 * sc.max(0) + 7;
+    let d_hi = d + 7 * dk + 7;
+    assert!(
+        s_lo >= 0
+            && (s_hi as usize) < src.len()
+            && d >= 0
+            && dk >= 8
+            && (d_hi as usize) < dst.len(),
+        "block8 out of bounds"
+    );
+    // SAFETY: the caller detected avx2; the check above covers every index the block reads
+    // (s + j*sc + 0..8) and writes (d + i*dk + 0..8), and dk >= 8 keeps the rows disjoint.
+    unsafe { block8_avx2(dst.as_mut_ptr().offset(d), dk, src.as_ptr().offset(s), sc) }
+}
+
+/// # Safety
+/// Requires avx2; `src + j*sc + 0..8` must be readable and `dst + i*dk + 0..8` writable for all
+/// i, j < 8.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block8_avx2(dst: *mut u32, dk: isize, src: *const u32, sc: isize) {
+    use std::arch::x86_64::*;
+    let mut r = [_mm256_setzero_si256(); 8];
+    for (j, v) in r.iter_mut().enumerate() {
+        // SAFETY: in bounds per this function's contract.
+        *v = unsafe { _mm256_loadu_si256(src.offset(j as isize * sc) as *const __m256i) };
+    }
+    // 32-bit interleave, 64-bit interleave, then 128-bit lane swaps.
+    let mut t = [_mm256_setzero_si256(); 8];
+    for i in 0..4 {
+        t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for q in 0..2 {
+        let b = 4 * q;
+        r[b] = _mm256_unpacklo_epi64(t[b], t[b + 2]);
+        r[b + 1] = _mm256_unpackhi_epi64(t[b], t[b + 2]);
+        r[b + 2] = _mm256_unpacklo_epi64(t[b + 1], t[b + 3]);
+        r[b + 3] = _mm256_unpackhi_epi64(t[b + 1], t[b + 3]);
+    }
+    for i in 0..4 {
+        t[i] = _mm256_permute2x128_si256::<0x20>(r[i], r[i + 4]);
+        t[i + 4] = _mm256_permute2x128_si256::<0x31>(r[i], r[i + 4]);
+    }
+    for (i, v) in t.iter().enumerate() {
+        // SAFETY: in bounds per this function's contract.
+        unsafe { _mm256_storeu_si256(dst.offset(i as isize * dk) as *mut __m256i, *v) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,7 +266,16 @@ mod tests {
 
     #[test]
     fn u32_tiles_match_reference_on_odd_sizes_and_negative_strides() {
-        for &(rows, cols) in &[(16, 16), (17, 33), (48, 16), (5, 70), (64, 64), (31, 47)] {
+        for &(rows, cols) in &[
+            (8, 8),
+            (9, 15),
+            (16, 16),
+            (17, 33),
+            (48, 16),
+            (5, 70),
+            (64, 64),
+            (31, 47),
+        ] {
             for &neg in &[false, true] {
                 let sc = (rows + 3) as isize;
                 let n = rows + cols * sc as usize + 8;
@@ -221,6 +293,15 @@ mod tests {
                 assert_eq!(a, b, "rows {rows} cols {cols} neg {neg}");
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "block8 out of bounds")]
+    #[cfg(target_arch = "x86_64")]
+    fn block8_rejects_blocks_outside_the_slices() {
+        let src = vec![0u32; 8 * 8 - 1];
+        let mut dst = vec![0u32; 8 * 8];
+        block8(&mut dst, 0, 8, &src, 0, 8);
     }
 
     #[test]
