@@ -2,12 +2,14 @@
 //! and ratios. Benchmarks are never tests: the machine is shared and noisy.
 
 mod copy;
+mod ops;
 mod peer;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("copy") | None => copy::run(&args[args.len().min(1)..]),
-        Some(other) => Err(format!("unknown benchmark '{other}'; available: copy")),
+        Some("ops") => ops::run(&args[1..]),
+        Some(other) => Err(format!("unknown benchmark '{other}'; available: copy, ops")),
     }
 }
 

@@ -29,7 +29,10 @@ impl<T: CpuElement> Fresh<'_, T> {
         let o = &mut o[self.at..self.at + self.plan.numel()];
         let ab = self.ab;
         for_each_run(o, self.plan, |o, offs, sts| {
-            with_best_simd(#[inline(always)] || map2(o, ab, offs, sts, &f))
+            with_best_simd(
+                #[inline(always)]
+                || map2(o, ab, offs, sts, &f),
+            )
         });
     }
 }
@@ -56,7 +59,10 @@ impl<T: CpuElement> Sink<T> for InPlace<'_, T> {
     fn same(&mut self, f: impl Fn(T, T) -> T + Sync) {
         let b = self.b;
         for_each_run(self.o, self.plan, |o, [ob], [sb]| {
-            with_best_simd(#[inline(always)] || map_inplace(o, b, ob, sb, &f))
+            with_best_simd(
+                #[inline(always)]
+                || map_inplace(o, b, ob, sb, &f),
+            )
         });
     }
     fn test(&mut self, _f: impl Fn(T, T) -> bool + Sync) {

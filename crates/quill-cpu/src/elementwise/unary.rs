@@ -19,7 +19,10 @@ fn run<T: CpuElement, U: CpuElement>(
     let o = U::slice_mut(out).expect("output dtype is the op's result dtype");
     let o = &mut o[at..at + plan.numel()];
     for_each_run(o, plan, |o, [off], [st]| {
-        with_best_simd(#[inline(always)] || map1(o, a, off, st, &f))
+        with_best_simd(
+            #[inline(always)]
+            || map1(o, a, off, st, &f),
+        )
     });
 }
 

@@ -1,1 +1,255 @@
-//! Matmul kernels (being built: see issue 3).
+//! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
+//! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
+//! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs`, SIMD micro-kernels
+//! chosen at run time in `kernels.rs`); f16 and bf16 are widened to f32 while packing and rounded
+//! once at the end; integers and bool run a plain loop (`int.rs`). Shape logic (1-D operands,
+//! broadcasting the batch dims) belongs to the caller; this module takes the broadcast layouts.
+
+mod gemm;
+mod int;
+mod kernels;
+mod pack;
+
+use crate::CpuStorage;
+use gemm::{Gemm, Real};
+use half::{bf16, f16};
+use pack::{Cvt, Mat};
+use quill_core::{Error, Layout, Result};
+use rayon::prelude::*;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+pub use kernels::Kernel;
+
+/// Multiply-adds below which a product stays on one thread.
+const SMALL: usize = 1 << 17;
+/// Multiply-adds above which one product of a batch is worth splitting across threads.
+const LARGE: usize = 1 << 24;
+
+thread_local! {
+    static OVERRIDE: Cell<Option<Kernel>> = const { Cell::new(None) };
+}
+
+/// The kernel named by `QUILL_MATMUL_KERNEL` (avx512, avx2, generic) when it is available here,
+/// otherwise the fastest one this CPU supports. Read once.
+fn default_kernel() -> Kernel {
+    static K: OnceLock<Kernel> = OnceLock::new();
+    *K.get_or_init(|| {
+        std::env::var("QUILL_MATMUL_KERNEL")
+            .ok()
+            .and_then(|v| Kernel::parse(&v))
+            .filter(|k| k.is_available())
+            .unwrap_or_else(Kernel::best)
+    })
+}
+
+/// The micro-kernel that a matmul started from this thread uses now.
+pub fn active_kernel() -> Kernel {
+    OVERRIDE.with(Cell::get).unwrap_or_else(default_kernel)
+}
+
+/// Runs `f` with every matmul started from this thread using kernel `k` (for tests and
+/// benchmarks: every path can be checked on one machine). Errs when this CPU lacks `k`.
+pub fn with_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> Result<R> {
+    if !k.is_available() {
+        return Err(Error::invalid(
+            "matmul",
+            format!("the {k:?} kernel needs CPU features this machine lacks"),
+        ));
+    }
+    let prev = OVERRIDE.with(|o| o.replace(Some(k)));
+    // Restore on unwind too, so a panicking test cannot leak its choice into the next one.
+    struct Restore(Option<Kernel>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OVERRIDE.with(|o| o.set(self.0));
+        }
+    }
+    let _restore = Restore(prev);
+    Ok(f())
+}
+
+/// Sizes of each product of a batch.
+struct Dims {
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+/// `a @ b` for layouts of equal rank >= 2 whose batch dims already agree (stride-0 broadcast
+/// dims are fine) and storages of one dtype. Returns the contiguous `(batch.., m, n)` product.
+pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Result<CpuStorage> {
+    const OP: &str = "matmul";
+    let (sa, sb) = (a_l.shape(), b_l.shape());
+    let r = sa.len();
+    let mismatch = |hint: String| Error::ShapeMismatch {
+        op: OP,
+        lhs: sa.into(),
+        rhs: sb.into(),
+        hint,
+    };
+    if r < 2 || sb.len() != r || sa[..r - 2] != sb[..r - 2] {
+        return Err(mismatch(
+            " (the kernel needs equal batch dims and rank >= 2)".into(),
+        ));
+    }
+    if sa[r - 1] != sb[r - 2] {
+        return Err(mismatch(format!(
+            " (contracted dims {} vs {})",
+            sa[r - 1],
+            sb[r - 2]
+        )));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::DTypeMismatch {
+            op: OP,
+            expected: a.dtype(),
+            got: b.dtype(),
+        });
+    }
+    let batch: usize = sa[..r - 2].iter().product();
+    let d = Dims {
+        m: sa[r - 2],
+        k: sa[r - 1],
+        n: sb[r - 1],
+    };
+    let len = batch * d.m * d.n;
+    let mut out = CpuStorage::for_overwrite(a.dtype(), len);
+    use CpuStorage as S;
+    match (a, b, &mut out) {
+        (S::F32(x), S::F32(y), S::F32(o)) => float(&d, x, a_l, y, b_l, o, gemm::select_f32()),
+        (S::F64(x), S::F64(y), S::F64(o)) => float(&d, x, a_l, y, b_l, o, gemm::select_f64()),
+        (S::F16(x), S::F16(y), S::F16(o)) => half_float(&d, x, a_l, y, b_l, o, f16::from_f32),
+        (S::BF16(x), S::BF16(y), S::BF16(o)) => half_float(&d, x, a_l, y, b_l, o, bf16::from_f32),
+        (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::I64(x), S::I64(y), S::I64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::U8(x), S::U8(y), S::U8(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::Bool(x), S::Bool(y), S::Bool(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        _ => unreachable!("dtypes checked above; the output takes the inputs' dtype"),
+    }
+    Ok(out)
+}
+
+/// Element offsets of the first element of every product of the batch, in C order, for both
+/// operands, plus the row and column strides of each.
+pub(crate) struct Batch {
+    pub offsets: Vec<(usize, usize)>,
+    pub a: (isize, isize),
+    pub b: (isize, isize),
+}
+
+fn mats(a_l: &Layout, b_l: &Layout) -> Batch {
+    let r = a_l.ndim();
+    let (sa, sb) = (a_l.strides(), b_l.strides());
+    let batch = &a_l.shape()[..r - 2];
+    let count: usize = batch.iter().product();
+    let mut offsets = Vec::with_capacity(count);
+    let mut idx = vec![0usize; batch.len()];
+    let (mut oa, mut ob) = (a_l.offset() as isize, b_l.offset() as isize);
+    for _ in 0..count {
+        offsets.push((oa as usize, ob as usize));
+        // Odometer over the batch dims; offsets stay inside the buffer by the layouts' checks.
+        for d in (0..batch.len()).rev() {
+            idx[d] += 1;
+            oa += sa[d];
+            ob += sb[d];
+            if idx[d] < batch[d] {
+                break;
+            }
+            oa -= sa[d] * batch[d] as isize;
+            ob -= sb[d] * batch[d] as isize;
+            idx[d] = 0;
+        }
+    }
+    Batch {
+        offsets,
+        a: (sa[r - 2], sa[r - 1]),
+        b: (sb[r - 2], sb[r - 1]),
+    }
+}
+
+/// When `b` is the same matrix for every product (stride-0 or size-1 batch dims) and `a`'s
+/// batch dims continue its row stride, the batch is one tall product: rows `batch * m`.
+fn fold_rows(a_l: &Layout, b_l: &Layout) -> Option<(usize, isize)> {
+    let r = a_l.ndim();
+    let (shape, sa) = (a_l.shape(), a_l.strides());
+    let b_fixed = (0..r - 2).all(|d| shape[d] == 1 || b_l.strides()[d] == 0);
+    if r == 2 || !b_fixed {
+        return None;
+    }
+    let (mut rows, mut stride) = (shape[r - 2], sa[r - 2]);
+    for d in (0..r - 2).rev() {
+        if shape[d] == 1 {
+            continue;
+        }
+        if rows == 1 {
+            stride = sa[d];
+        } else if sa[d] != stride * rows as isize {
+            return None;
+        }
+        rows *= shape[d];
+    }
+    Some((rows, stride))
+}
+
+/// f32 / f64: one GEMM per product, threads inside large products or across the batch.
+fn float<T: Real, S: Cvt<T>>(
+    d: &Dims,
+    a: &[S],
+    a_l: &Layout,
+    b: &[S],
+    b_l: &Layout,
+    out: &mut [T],
+    g: Gemm<T>,
+) {
+    let (m, k, n) = (d.m, d.k, d.n);
+    if out.is_empty() {
+        return;
+    }
+    let threads = rayon::current_num_threads();
+    let bt = mats(a_l, b_l);
+    if let Some((rows, rs)) = fold_rows(a_l, b_l) {
+        let (oa, ob) = bt.offsets[0];
+        let am = Mat::new(a, oa, rs, bt.a.1);
+        let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
+        let t = if rows * k * n < SMALL { 1 } else { threads };
+        g.run([rows, n, k], &am, &bm, out, t);
+        return;
+    }
+    let count = bt.offsets.len();
+    let across_batch = threads > 1 && count > 1 && (count >= 4 * threads || m * k * n < LARGE);
+    // Across the batch, each product runs on one thread; otherwise each uses them all.
+    let t = if across_batch || m * k * n < SMALL {
+        1
+    } else {
+        threads
+    };
+    let one = |(i, c): (usize, &mut [T])| {
+        let (oa, ob) = bt.offsets[i];
+        let am = Mat::new(a, oa, bt.a.0, bt.a.1);
+        let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
+        g.run([m, n, k], &am, &bm, c, t);
+    };
+    if across_batch {
+        out.par_chunks_mut(m * n).enumerate().for_each(one);
+    } else {
+        out.chunks_mut(m * n).enumerate().for_each(one);
+    }
+}
+
+/// f16 / bf16: accumulate the whole product in f32 (widened while packing), round once.
+fn half_float<H: Cvt<f32> + Send + Sync>(
+    d: &Dims,
+    a: &[H],
+    a_l: &Layout,
+    b: &[H],
+    b_l: &Layout,
+    out: &mut [H],
+    round: fn(f32) -> H,
+) {
+    let mut wide = vec![0f32; out.len()];
+    float(d, a, a_l, b, b_l, &mut wide, gemm::select_f32());
+    for (o, w) in out.iter_mut().zip(&wide) {
+        *o = round(*w);
+    }
+}

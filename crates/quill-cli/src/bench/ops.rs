@@ -1,0 +1,186 @@
+//! `quill bench ops`: the CPU compute kernels on f32 against NumPy and PyTorch (when they
+//! import) in one run, alternating quill and each peer case by case: matmul (GFLOP/s),
+//! elementwise ops and reductions (GB/s, bytes read plus written). Medians and ratios; absolute
+//! figures drift with the machine's load, ratios much less.
+
+use super::{median, peer::Peer};
+use quill::{DType, NDArray};
+use std::time::Instant;
+
+enum Unit {
+    /// Bytes read plus written.
+    GBs(f64),
+    /// Floating-point operations.
+    GFlops(f64),
+}
+
+struct Case {
+    name: String,
+    what: String,
+    unit: Unit,
+    run: Box<dyn Fn()>,
+}
+
+fn gb(name: &str, what: &str, bytes: f64, run: impl Fn() + 'static) -> Case {
+    Case {
+        name: name.into(),
+        what: what.into(),
+        unit: Unit::GBs(bytes),
+        run: Box::new(run),
+    }
+}
+
+fn rand(shape: &[usize], seed: u64) -> Result<NDArray, String> {
+    NDArray::rand(shape, seed, DType::F32).map_err(|e| e.to_string())
+}
+
+fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
+    let mut v = Vec::new();
+    let want = |group: &str| only.is_none_or(|o| o == group);
+    if want("matmul") {
+        for n in [256usize, 512, 1024, 2048, 4096] {
+            let (a, b) = (rand(&[n, n], 1)?, rand(&[n, n], 2)?);
+            v.push(Case {
+                name: format!("sgemm_{n}"),
+                what: format!("sgemm {n}x{n} @ {n}x{n}"),
+                unit: Unit::GFlops(2.0 * (n as f64).powi(3)),
+                run: Box::new(move || drop(a.matmul(&b).expect("matmul"))),
+            });
+        }
+        let (a, b) = (rand(&[64, 128, 128], 3)?, rand(&[64, 128, 128], 4)?);
+        v.push(Case {
+            name: "bmm".into(),
+            what: "batched matmul 64 x 128^3".into(),
+            unit: Unit::GFlops(64.0 * 2.0 * 128f64.powi(3)),
+            run: Box::new(move || drop(a.matmul(&b).expect("bmm"))),
+        });
+    }
+    if want("elementwise") {
+        let n = 1usize << 24;
+        let (x, y) = (rand(&[n], 5)?, rand(&[n], 6)?);
+        let (xa, ya) = (x.clone(), y.clone());
+        v.push(gb(
+            "add_new",
+            "add 2^24, new output",
+            12.0 * n as f64,
+            move || drop(xa.add(&ya).expect("add")),
+        ));
+        let into = x.deep_copy();
+        let ya = y.clone();
+        // The peers write x + y into a third buffer; quill's in-place form reads and writes
+        // `into`: the same bytes moved.
+        v.push(gb(
+            "add_into",
+            "add 2^24, into an existing array",
+            12.0 * n as f64,
+            move || into.add_assign(&ya).expect("add_assign"),
+        ));
+        let (m, col) = (rand(&[4096, 4096], 7)?, rand(&[4096, 1], 8)?);
+        let mb = 4096.0 * 4096.0 * 4.0;
+        v.push(gb(
+            "add_bcast",
+            "(4096,4096) + (4096,1)",
+            2.0 * mb,
+            move || drop(m.add(&col).expect("add")),
+        ));
+        let xe = x.clone();
+        v.push(gb("exp", "exp 2^24", 8.0 * n as f64, move || {
+            drop(xe.exp().expect("exp"))
+        }));
+    }
+    if want("reduce") {
+        let m = rand(&[4096, 4096], 9)?;
+        let mb = 4096.0 * 4096.0 * 4.0;
+        let (m1, m2, m3) = (m.clone(), m.clone(), m);
+        v.push(gb(
+            "sum_last",
+            "sum over the last axis of (4096,4096)",
+            mb,
+            move || drop(m1.sum(Some(&[1]), false).expect("sum")),
+        ));
+        v.push(gb(
+            "sum_first",
+            "sum over the first axis of (4096,4096)",
+            mb,
+            move || drop(m2.sum(Some(&[0]), false).expect("sum")),
+        ));
+        v.push(gb(
+            "max_last",
+            "max over the last axis of (4096,4096)",
+            mb,
+            move || drop(m3.max(Some(&[1]), false).expect("max")),
+        ));
+    }
+    Ok(v)
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut rounds = 5usize;
+    let mut only = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--rounds" => {
+                rounds = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--rounds needs a number")?
+            }
+            "--only" => only = Some(it.next().ok_or("--only needs matmul|elementwise|reduce")?),
+            other => return Err(format!("bench ops: unknown option '{other}'")),
+        }
+    }
+    let cases = cases(only.map(String::as_str))?;
+    let reps = 3;
+    let mut peer = Peer::start(include_str!("ops_peer.py"));
+    let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
+    println!(
+        "quill bench ops: f32, {} threads, {rounds} rounds x {reps} reps, medians; peers: {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        peer.as_ref()
+            .map_or("none".to_string(), |p| p.version.clone())
+    );
+    println!("| case | unit | quill | NumPy | PyTorch | quill / NumPy | quill / PyTorch |");
+    println!("|---|---|---|---|---|---|---|");
+    for c in &cases {
+        let (mut ours, mut np, mut pt) = (Vec::new(), Vec::new(), Vec::new());
+        (c.run)();
+        for _ in 0..rounds {
+            for _ in 0..reps {
+                let t = Instant::now();
+                (c.run)();
+                ours.push(t.elapsed().as_secs_f64());
+            }
+            if let Some(p) = peer.as_mut() {
+                np.extend(
+                    p.run(&format!("{} numpy", c.name), reps)
+                        .unwrap_or_default(),
+                );
+                if has_torch {
+                    pt.extend(
+                        p.run(&format!("{} torch", c.name), reps)
+                            .unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        let (unit, amount) = match c.unit {
+            Unit::GBs(b) => ("GB/s", b / 1e9),
+            Unit::GFlops(f) => ("GFLOP/s", f / 1e9),
+        };
+        let rate = |xs: &mut Vec<f64>| (!xs.is_empty()).then(|| amount / median(xs));
+        let q = rate(&mut ours).unwrap_or(f64::NAN);
+        let show = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.1}"));
+        let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.2}x", q / r));
+        let (n, t) = (rate(&mut np), rate(&mut pt));
+        println!(
+            "| {} | {unit} | {q:.1} | {} | {} | {} | {} |",
+            c.what,
+            show(n),
+            show(t),
+            ratio(n),
+            ratio(t)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+# The peer side of `quill bench ops`: NumPy, and PyTorch when it imports. Reads "case lib reps"
+# lines on stdin, runs the same f32 work as quill and answers with the seconds of each rep, so
+# that quill and its peers alternate within one run.
+import sys
+import time
+
+import numpy as np
+
+try:
+    import torch
+
+    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+except Exception:  # noqa: BLE001 - any import failure means "no PyTorch peer"
+    torch = None
+
+rng = np.random.default_rng(0)
+N = 1 << 24
+x = rng.random(N, dtype=np.float32)
+y = rng.random(N, dtype=np.float32)
+m = rng.random((4096, 4096), dtype=np.float32)
+col = rng.random((4096, 1), dtype=np.float32)
+mats = {n: (rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)) for n in (256, 512, 1024, 2048, 4096)}
+ba = rng.random((64, 128, 128), dtype=np.float32)
+bb = rng.random((64, 128, 128), dtype=np.float32)
+into = np.empty_like(x)
+
+np_cases = {
+    "add_new": lambda: x + y,
+    "add_into": lambda: np.add(x, y, out=into),
+    "add_bcast": lambda: m + col,
+    "exp": lambda: np.exp(x),
+    "sum_last": lambda: m.sum(axis=1),
+    "sum_first": lambda: m.sum(axis=0),
+    "max_last": lambda: m.max(axis=1),
+    "bmm": lambda: ba @ bb,
+}
+for n, (p, q) in mats.items():
+    np_cases[f"sgemm_{n}"] = (lambda p, q: lambda: p @ q)(p, q)
+
+t_cases = {}
+if torch is not None:
+    tx, ty, tm, tcol = (torch.from_numpy(v) for v in (x, y, m, col))
+    tinto = torch.empty_like(tx)
+    tba, tbb = torch.from_numpy(ba), torch.from_numpy(bb)
+    t_cases = {
+        "add_new": lambda: tx + ty,
+        "add_into": lambda: torch.add(tx, ty, out=tinto),
+        "add_bcast": lambda: tm + tcol,
+        "exp": lambda: torch.exp(tx),
+        "sum_last": lambda: tm.sum(dim=1),
+        "sum_first": lambda: tm.sum(dim=0),
+        "max_last": lambda: tm.max(dim=1).values,
+        "bmm": lambda: tba @ tbb,
+    }
+    for n, (p, q) in mats.items():
+        t_cases[f"sgemm_{n}"] = (lambda p, q: lambda: p @ q)(torch.from_numpy(p), torch.from_numpy(q))
+
+version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
+print("ready " + version, flush=True)
+for line in sys.stdin:
+    name, lib, reps = line.split()
+    f = (np_cases if lib == "numpy" else t_cases).get(name)
+    out = []
+    for _ in range(int(reps)):
+        if f is None:
+            break
+        t = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t)
+    print(" ".join(f"{v:.9f}" for v in out), flush=True)

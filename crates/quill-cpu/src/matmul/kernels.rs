@@ -1,0 +1,237 @@
+//! Micro-kernels: `C[mr x nr] (=|+=) A_panel * B_panel` over `kc` steps of packed panels
+//! (A: `MR` values per step, B: `NR` values per step, zero-padded past the matrix edge).
+//! The AVX-512 and AVX2+FMA kernels are stamped from one macro, so the code that runs only on
+//! AVX-512 machines is the same text as the code tested everywhere else; only the tile shape
+//! and the intrinsics differ. The portable kernel is plain Rust that LLVM vectorises.
+
+use super::gemm::Real;
+
+/// A micro-kernel's operands. `a` holds `kc * MR` values, `b` holds `kc * NR`; `c` points at the
+/// tile's top-left element of a row-major matrix with row stride `ldc`, of which the kernel
+/// touches `mr` rows and `nr` columns. `first` overwrites `c`, otherwise it accumulates.
+pub(crate) struct Tile<T> {
+    pub kc: usize,
+    pub a: *const T,
+    pub b: *const T,
+    pub c: *mut T,
+    pub ldc: usize,
+    pub first: bool,
+    pub mr: usize,
+    pub nr: usize,
+}
+
+/// # Safety
+/// `t.a` / `t.b` are valid for reads of `kc * MR` / `kc * NR` values; `t.c` is valid for
+/// reads and writes of `mr` rows of `nr` values at stride `ldc`, with `mr <= MR`, `nr <= NR`;
+/// the CPU has the kernel's target features.
+pub(crate) type MicroKernel<T> = unsafe fn(&Tile<T>);
+
+/// Which micro-kernel family runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// AVX-512F: f32 12x32, f64 12x16 tiles.
+    Avx512,
+    /// AVX2 + FMA: f32 6x16, f64 6x8 tiles.
+    Avx2,
+    /// Portable Rust: f32 4x16, f64 4x8 tiles.
+    Generic,
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 3] = [Kernel::Avx512, Kernel::Avx2, Kernel::Generic];
+
+    pub fn is_available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            Kernel::Generic => true,
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// The fastest kernel this CPU runs.
+    pub fn best() -> Kernel {
+        Kernel::ALL
+            .into_iter()
+            .find(|k| k.is_available())
+            .unwrap_or(Kernel::Generic)
+    }
+
+    pub fn parse(s: &str) -> Option<Kernel> {
+        match s.to_ascii_lowercase().as_str() {
+            "avx512" => Some(Kernel::Avx512),
+            "avx2" => Some(Kernel::Avx2),
+            "generic" => Some(Kernel::Generic),
+            _ => None,
+        }
+    }
+}
+
+/// Stamps a SIMD micro-kernel: `$mr` rows by `$nv` vectors of `$lanes` lanes. Accumulators
+/// live in a fixed array that LLVM keeps in registers (the loops have constant trip counts).
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_kernel {
+    ($name:ident, $feat:literal, $t:ty, $mr:literal, $nv:literal, $lanes:literal,
+     $zero:ident, $load:ident, $store:ident, $set1:ident, $fma:ident, $add:ident) => {
+        /// # Safety
+        /// See [`MicroKernel`]; the CPU must support the features named in `target_feature`.
+        #[target_feature(enable = $feat)]
+        pub(crate) unsafe fn $name(t: &Tile<$t>) {
+            use std::arch::x86_64::*;
+            const NR: usize = $nv * $lanes;
+            let mut acc = [[$zero(); $nv]; $mr];
+            // Start fetching the C tile now: its rows are far apart (often in one L1 set) and
+            // it comes from L2 or beyond; the loads at the end then find it in L1.
+            for i in 0..t.mr {
+                let row = t.c.wrapping_add(i * t.ldc) as *const i8;
+                _mm_prefetch::<_MM_HINT_T0>(row);
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(NR * size_of::<$t>() - 1));
+            }
+            for p in 0..t.kc {
+                // SAFETY: step p < kc reads B values p*NR..(p+1)*NR and A values
+                // p*MR..(p+1)*MR, inside the panels by the caller's contract.
+                unsafe {
+                    let bp = t.b.add(p * NR);
+                    let mut bv = [$zero(); $nv];
+                    for (v, x) in bv.iter_mut().enumerate() {
+                        *x = $load(bp.add(v * $lanes));
+                    }
+                    let ap = t.a.add(p * $mr);
+                    for (i, row) in acc.iter_mut().enumerate() {
+                        let ai = $set1(*ap.add(i));
+                        for (x, bx) in row.iter_mut().zip(&bv) {
+                            *x = $fma(ai, *bx, *x);
+                        }
+                    }
+                }
+            }
+            if t.mr == $mr && t.nr == NR {
+                for (i, row) in acc.iter().enumerate() {
+                    for (v, x) in row.iter().enumerate() {
+                        // SAFETY: a full tile: row i < MR and columns v*lanes.. < NR lie in
+                        // the mr x nr block the caller lets us read and write.
+                        unsafe {
+                            let p = t.c.add(i * t.ldc + v * $lanes);
+                            let y = if t.first { *x } else { $add(*x, $load(p)) };
+                            $store(p, y);
+                        }
+                    }
+                }
+            } else {
+                // An edge tile: spill to a local tile, then touch only the mr x nr part.
+                let mut tile = [0 as $t; $mr * NR];
+                for (i, row) in acc.iter().enumerate() {
+                    for (v, x) in row.iter().enumerate() {
+                        // SAFETY: i * NR + v * lanes + lanes <= MR * NR, inside `tile`.
+                        unsafe { $store(tile.as_mut_ptr().add(i * NR + v * $lanes), *x) };
+                    }
+                }
+                for i in 0..t.mr {
+                    for j in 0..t.nr {
+                        // SAFETY: i < mr and j < nr, inside the caller's block.
+                        unsafe {
+                            let p = t.c.add(i * t.ldc + j);
+                            let y = tile[i * NR + j];
+                            *p = if t.first { y } else { *p + y };
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx2_f32,
+    "avx2,fma",
+    f32,
+    6,
+    2,
+    8,
+    _mm256_setzero_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_add_ps
+);
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx2_f64,
+    "avx2,fma",
+    f64,
+    6,
+    2,
+    4,
+    _mm256_setzero_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_set1_pd,
+    _mm256_fmadd_pd,
+    _mm256_add_pd
+);
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx512_f32,
+    "avx512f",
+    f32,
+    12,
+    2,
+    16,
+    _mm512_setzero_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_add_ps
+);
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx512_f64,
+    "avx512f",
+    f64,
+    12,
+    2,
+    8,
+    _mm512_setzero_pd,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    _mm512_set1_pd,
+    _mm512_fmadd_pd,
+    _mm512_add_pd
+);
+
+/// The portable kernel: `MR x NR` accumulators in an array, no intrinsics.
+///
+/// # Safety
+/// See [`MicroKernel`].
+pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize>(t: &Tile<T>) {
+    // SAFETY: the caller guarantees kc*MR readable A values and kc*NR readable B values.
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts(t.a, t.kc * MR),
+            std::slice::from_raw_parts(t.b, t.kc * NR),
+        )
+    };
+    let mut acc = [[T::default(); NR]; MR];
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        for (row, &ai) in acc.iter_mut().zip(ap) {
+            for (x, &bj) in row.iter_mut().zip(bp) {
+                *x = *x + ai * bj;
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate().take(t.mr) {
+        for (j, &y) in row.iter().enumerate().take(t.nr) {
+            // SAFETY: i < mr and j < nr, inside the caller's block.
+            unsafe {
+                let p = t.c.add(i * t.ldc + j);
+                *p = if t.first { y } else { *p + y };
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Packing: copies a block of a strided matrix (any signed row and column strides, including 0)
+//! into the panel order the micro-kernels stream, converting elements on the way (f16/bf16 are
+//! widened to f32 here, so the kernels see only f32 or f64). Panels past the matrix edge are
+//! zero-padded, which lets edge tiles run the full kernel loop. Safe code: every read is
+//! bounds-checked, and a layout that passed `Layout`'s checks never fails those checks.
+
+use half::{bf16, f16};
+
+/// An element that packs into a `T` panel.
+pub(crate) trait Cvt<T>: Copy + Send + Sync {
+    fn cvt(self) -> T;
+}
+impl Cvt<f32> for f32 {
+    #[inline(always)]
+    fn cvt(self) -> f32 {
+        self
+    }
+}
+impl Cvt<f64> for f64 {
+    #[inline(always)]
+    fn cvt(self) -> f64 {
+        self
+    }
+}
+impl Cvt<f32> for f16 {
+    #[inline(always)]
+    fn cvt(self) -> f32 {
+        self.to_f32()
+    }
+}
+impl Cvt<f32> for bf16 {
+    #[inline(always)]
+    fn cvt(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// A strided matrix inside a buffer: element (i, j) is at `off + i * rs + j * cs`.
+pub(crate) struct Mat<'a, S> {
+    pub data: &'a [S],
+    pub off: usize,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+impl<'a, S> Mat<'a, S> {
+    pub fn new(data: &'a [S], off: usize, rs: isize, cs: isize) -> Self {
+        Mat { data, off, rs, cs }
+    }
+    /// Index of element (i, j) in `data`.
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> usize {
+        (self.off as isize + i as isize * self.rs + j as isize * self.cs) as usize
+    }
+}
+
+/// Packs rows `i0..i0 + rows` (rows <= mr) and columns `p0..p0 + kc` of `a` into one A panel:
+/// `dst[kk * mr + i] = a[i0 + i, p0 + kk]`, rows past `rows` zero.
+pub(crate) fn pack_a<T: Copy + Default, S: Cvt<T>>(
+    dst: &mut [T],
+    a: &Mat<S>,
+    i0: usize,
+    rows: usize,
+    p0: usize,
+    kc: usize,
+    mr: usize,
+) {
+    let dst = &mut dst[..kc * mr];
+    if a.cs == 1 {
+        // Row-major source: each row is a contiguous run; scatter it down the panel.
+        for i in 0..rows {
+            let s = a.at(i0 + i, p0);
+            for (kk, &x) in a.data[s..s + kc].iter().enumerate() {
+                dst[kk * mr + i] = x.cvt();
+            }
+        }
+        if rows < mr {
+            for step in dst.chunks_exact_mut(mr) {
+                step[rows..].fill(T::default());
+            }
+        }
+    } else {
+        // Column-major (a transposed view) and general strides: walk one k step at a time, so
+        // the reads are contiguous when rs == 1.
+        for (kk, step) in dst.chunks_exact_mut(mr).enumerate() {
+            let s = a.at(i0, p0 + kk) as isize;
+            for (i, x) in step[..rows].iter_mut().enumerate() {
+                *x = a.data[(s + i as isize * a.rs) as usize].cvt();
+            }
+            step[rows..].fill(T::default());
+        }
+    }
+}
+
+/// Packs rows `p0..p0 + kc` and columns `j0..j0 + cols` (cols <= nr) of `b` into one B panel:
+/// `dst[kk * nr + j] = b[p0 + kk, j0 + j]`, columns past `cols` zero.
+pub(crate) fn pack_b<T: Copy + Default, S: Cvt<T>>(
+    dst: &mut [T],
+    b: &Mat<S>,
+    p0: usize,
+    kc: usize,
+    j0: usize,
+    cols: usize,
+    nr: usize,
+) {
+    let dst = &mut dst[..kc * nr];
+    if b.cs == 1 {
+        for (kk, step) in dst.chunks_exact_mut(nr).enumerate() {
+            let s = b.at(p0 + kk, j0);
+            for (x, &y) in step.iter_mut().zip(&b.data[s..s + cols]) {
+                *x = y.cvt();
+            }
+            step[cols..].fill(T::default());
+        }
+    } else if b.rs == 1 {
+        // A transposed B: each column is contiguous; scatter it across the panel.
+        for j in 0..cols {
+            let s = b.at(p0, j0 + j);
+            for (kk, &y) in b.data[s..s + kc].iter().enumerate() {
+                dst[kk * nr + j] = y.cvt();
+            }
+        }
+        if cols < nr {
+            for step in dst.chunks_exact_mut(nr) {
+                step[cols..].fill(T::default());
+            }
+        }
+    } else {
+        for (kk, step) in dst.chunks_exact_mut(nr).enumerate() {
+            let s = b.at(p0 + kk, j0) as isize;
+            for (j, x) in step[..cols].iter_mut().enumerate() {
+                *x = b.data[(s + j as isize * b.cs) as usize].cvt();
+            }
+            step[cols..].fill(T::default());
+        }
+    }
+}
