@@ -4,7 +4,8 @@
 mod bench;
 mod demo;
 
-const USAGE: &str = "usage: quill [demo | bench copy [--rounds N]]";
+const USAGE: &str =
+    "usage: quill [demo | bench copy [--rounds N] | bench ops [--rounds N] [--only matmul|elementwise|reduce]]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -26,3 +26,8 @@ pub use quill_cpu::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
 };
 pub use quill_cpu::CpuElement;
+
+/// The README's Rust example runs as a doctest, so the README cannot drift from the API.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

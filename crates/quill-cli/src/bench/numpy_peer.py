@@ -1,9 +1,13 @@
 # The NumPy side of `quill bench`: reads "case reps" lines on stdin, runs the same work as quill
 # and answers with the seconds of each rep, so both sides alternate in one run.
+import os
 import sys
 import time
 
-import numpy as np
+# Idle OpenBLAS threads must sleep, not spin, or they take the cores from quill's next timing.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
 
 a = np.arange(256 ** 3, dtype=np.float32).reshape(256, 256, 256)
 cases = {

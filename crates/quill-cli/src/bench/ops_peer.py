@@ -1,10 +1,16 @@
 # The peer side of `quill bench ops`: NumPy, and PyTorch when it imports. Reads "case lib reps"
 # lines on stdin, runs the same f32 work as quill and answers with the seconds of each rep, so
 # that quill and its peers alternate within one run.
+import os
 import sys
 import time
 
-import numpy as np
+# Idle worker threads must sleep, not spin: OpenBLAS and OpenMP threads otherwise busy-wait
+# after each call and take the cores from quill's next timing (set before the libraries load).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
 
 try:
     import torch

@@ -27,7 +27,9 @@ macro_rules! operators {
                 ok(self.binary_assign(BinaryOp::$op, rhs))
             }
         }
-        scalar_operators!($tr, $f, $atr, $af, $op, f64, f32, i64, i32, u8, bool);
+        // Only f64 and i64: with one float and one integer impl, a bare literal (`&a * 2.0`,
+        // `&a + 1`) picks its impl, and scalars are weak, so the array keeps its dtype anyway.
+        scalar_operators!($tr, $f, $atr, $af, $op, f64, i64);
     )*};
 }
 
