@@ -15,11 +15,14 @@ pub fn with_best_simd<R>(f: impl FnOnce() -> R) -> R {
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("f16c")
         {
             // SAFETY: the target features `avx512` enables were detected just above.
             return unsafe { avx512(f) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
         {
             // SAFETY: the target features `avx2` enables were detected just above.
             return unsafe { avx2(f) };
@@ -29,13 +32,13 @@ pub fn with_best_simd<R>(f: impl FnOnce() -> R) -> R {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
 unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }

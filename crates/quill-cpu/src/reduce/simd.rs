@@ -6,6 +6,8 @@
 //!   (hides the add latency and, for sums, keeps each partial short: see `exec::BLOCK`).
 //! - `fold_rows`: a contiguous row into a row of accumulators (the kept dim is the inner one).
 
+use crate::simd::with_best_simd;
+
 /// Independent accumulators per run. 32 f32 lanes are two AVX-512 registers, four AVX2 ones.
 const LANES: usize = 32;
 
@@ -51,17 +53,6 @@ fn rows_body<T: Copy, A: Copy, M: Fn(T, usize) -> A, G: Fn(A, A) -> A>(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-fn level() -> u8 {
-    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
-        2
-    } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-        1
-    } else {
-        0
-    }
-}
-
 /// Folds `map(x[i])` into one value with the associative `op`, starting every lane at `init`
 /// (which must be `op`'s identity).
 #[inline]
@@ -71,35 +62,10 @@ pub fn fold_lanes<T: Copy, A: Copy, M: Fn(T) -> A, G: Fn(A, A) -> A>(
     map: M,
     op: G,
 ) -> A {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-        fn v4<T: Copy, A: Copy, M: Fn(T) -> A, G: Fn(A, A) -> A>(
-            x: &[T],
-            init: A,
-            map: &M,
-            op: &G,
-        ) -> A {
-            lanes_body(x, init, map, op)
-        }
-        #[target_feature(enable = "avx2,fma,f16c")]
-        fn v3<T: Copy, A: Copy, M: Fn(T) -> A, G: Fn(A, A) -> A>(
-            x: &[T],
-            init: A,
-            map: &M,
-            op: &G,
-        ) -> A {
-            lanes_body(x, init, map, op)
-        }
-        match level() {
-            // SAFETY: `level` checked that this CPU has every feature `v4` enables.
-            2 => return unsafe { v4(x, init, &map, &op) },
-            // SAFETY: as above, for `v3`'s features.
-            1 => return unsafe { v3(x, init, &map, &op) },
-            _ => {}
-        }
-    }
-    lanes_body(x, init, &map, &op)
+    with_best_simd(
+        #[inline(always)]
+        || lanes_body(x, init, &map, &op),
+    )
 }
 
 /// `acc[i] = op(acc[i], map(row[i], i))` over the common length.
@@ -110,33 +76,8 @@ pub fn fold_rows<T: Copy, A: Copy, M: Fn(T, usize) -> A, G: Fn(A, A) -> A>(
     map: M,
     op: G,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-        fn v4<T: Copy, A: Copy, M: Fn(T, usize) -> A, G: Fn(A, A) -> A>(
-            acc: &mut [A],
-            row: &[T],
-            map: &M,
-            op: &G,
-        ) {
-            rows_body(acc, row, map, op)
-        }
-        #[target_feature(enable = "avx2,fma,f16c")]
-        fn v3<T: Copy, A: Copy, M: Fn(T, usize) -> A, G: Fn(A, A) -> A>(
-            acc: &mut [A],
-            row: &[T],
-            map: &M,
-            op: &G,
-        ) {
-            rows_body(acc, row, map, op)
-        }
-        match level() {
-            // SAFETY: `level` checked that this CPU has every feature `v4` enables.
-            2 => return unsafe { v4(acc, row, &map, &op) },
-            // SAFETY: as above, for `v3`'s features.
-            1 => return unsafe { v3(acc, row, &map, &op) },
-            _ => {}
-        }
-    }
-    rows_body(acc, row, &map, &op)
+    with_best_simd(
+        #[inline(always)]
+        || rows_body(acc, row, &map, &op),
+    )
 }
