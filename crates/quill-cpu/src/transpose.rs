@@ -56,9 +56,18 @@ impl Word for u32 {
             if let Some((b, block)) = kernel {
                 if sk == 1 && rows >= b && cols >= b && dk >= b as isize {
                     let (rb_end, cb_end) = (rows / b * b, cols / b * b);
-                    for rb in (0..rb_end as isize).step_by(b) {
-                        for cb in (0..cb_end as isize).step_by(b) {
-                            block(dst, d0 + rb * dk + cb, dk, src, s0 + rb + cb * sc, sc);
+                    // Column panels of 128: a panel's source rows (128 x rows values) stay in
+                    // L2 while every band of b destination rows sweeps it, so each source line
+                    // comes from memory once although a band uses only b of its values. Bands
+                    // stay b rows high: destination rows lie a page multiple apart and share
+                    // L1 sets, so more concurrent rows than the L1's ways would thrash.
+                    const PANEL: usize = 128;
+                    for c0 in (0..cb_end).step_by(PANEL) {
+                        let c1 = (c0 + PANEL).min(cb_end);
+                        for rb in (0..rb_end as isize).step_by(b) {
+                            for cb in (c0 as isize..c1 as isize).step_by(b) {
+                                block(dst, d0 + rb * dk + cb, dk, src, s0 + rb + cb * sc, sc);
+                            }
                         }
                     }
                     let (r_, c_) = (rb_end as isize, cb_end as isize);
