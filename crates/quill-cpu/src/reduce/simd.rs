@@ -21,9 +21,8 @@ fn lanes_body<T: Copy, A: Copy, M: Fn(T) -> A, G: Fn(A, A) -> A>(
     let mut acc = [init; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
-        let c: &[T; LANES] = c.try_into().expect("chunks_exact yields LANES elements");
-        for j in 0..LANES {
-            acc[j] = op(acc[j], map(c[j]));
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = op(*a, map(v));
         }
     }
     // A tree over the lanes, so that the lanes' partials meet in balanced pairs.
