@@ -4,9 +4,11 @@
 
 use super::math;
 use half::{bf16, f16};
+use quill_core::UnaryOp;
 
 pub trait Real: Copy + Send + Sync + PartialOrd + std::fmt::Debug {
-    fn f(self, op: RealFn) -> Self;
+    /// `op` for every float `UnaryOp` (predicates have kernels of their own).
+    fn f(self, op: UnaryOp) -> Self;
     fn add(self, b: Self) -> Self;
     fn sub(self, b: Self) -> Self;
     fn mul(self, b: Self) -> Self;
@@ -20,48 +22,16 @@ pub trait Real: Copy + Send + Sync + PartialOrd + std::fmt::Debug {
     fn is_zero(self) -> bool;
 }
 
-/// The float functions of one argument, dispatched once per kernel call (the match on a
-/// constant inlines away inside each monomorphised loop).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RealFn {
-    Neg,
-    Abs,
-    Sign,
-    Exp,
-    Exp2,
-    Ln,
-    Log2,
-    Ln1p,
-    Expm1,
-    Sqrt,
-    Rsqrt,
-    Square,
-    Recip,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sigmoid,
-    Relu,
-    Gelu,
-    GeluTanh,
-    Erf,
-    Floor,
-    Ceil,
-    Round,
-    Trunc,
-}
-
 macro_rules! real {
     ($t:ident, $exp:expr, $ln:expr, $tanh:expr, $sigmoid:expr, $erf:expr, $erfc:expr) => {
         impl Real for $t {
             #[inline(always)]
-            fn f(self, op: RealFn) -> $t {
+            fn f(self, op: UnaryOp) -> $t {
                 let x = self;
                 match op {
-                    RealFn::Neg => -x,
-                    RealFn::Abs => x.abs(),
-                    RealFn::Sign => {
+                    UnaryOp::Neg => -x,
+                    UnaryOp::Abs => x.abs(),
+                    UnaryOp::Sign => {
                         if x > 0.0 {
                             1.0
                         } else if x < 0.0 {
@@ -71,23 +41,23 @@ macro_rules! real {
                             x
                         }
                     }
-                    RealFn::Exp => $exp(x),
-                    RealFn::Exp2 => x.exp2(),
-                    RealFn::Ln => $ln(x),
-                    RealFn::Log2 => x.log2(),
-                    RealFn::Ln1p => x.ln_1p(),
-                    RealFn::Expm1 => x.exp_m1(),
-                    RealFn::Sqrt => x.sqrt(),
-                    RealFn::Rsqrt => 1.0 / x.sqrt(),
-                    RealFn::Square => x * x,
-                    RealFn::Recip => 1.0 / x,
-                    RealFn::Sin => x.sin(),
-                    RealFn::Cos => x.cos(),
-                    RealFn::Tan => x.tan(),
-                    RealFn::Tanh => $tanh(x),
-                    RealFn::Sigmoid => $sigmoid(x),
+                    UnaryOp::Exp => $exp(x),
+                    UnaryOp::Exp2 => x.exp2(),
+                    UnaryOp::Log => $ln(x),
+                    UnaryOp::Log2 => x.log2(),
+                    UnaryOp::Log1p => x.ln_1p(),
+                    UnaryOp::Expm1 => x.exp_m1(),
+                    UnaryOp::Sqrt => x.sqrt(),
+                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+                    UnaryOp::Square => x * x,
+                    UnaryOp::Reciprocal => 1.0 / x,
+                    UnaryOp::Sin => x.sin(),
+                    UnaryOp::Cos => x.cos(),
+                    UnaryOp::Tan => x.tan(),
+                    UnaryOp::Tanh => $tanh(x),
+                    UnaryOp::Sigmoid => $sigmoid(x),
                     // NaN passes through, as PyTorch's relu.
-                    RealFn::Relu => {
+                    UnaryOp::Relu => {
                         if x < 0.0 {
                             0.0
                         } else {
@@ -95,17 +65,19 @@ macro_rules! real {
                         }
                     }
                     // erfc keeps the relative accuracy where 1 + erf(x) would cancel (x << 0).
-                    RealFn::Gelu => 0.5 * x * $erfc(-x * std::$t::consts::FRAC_1_SQRT_2),
+                    UnaryOp::Gelu => 0.5 * x * $erfc(-x * std::$t::consts::FRAC_1_SQRT_2),
                     // 0.5 (1 + tanh u) = sigmoid(2u), without tanh's cancellation near -1.
-                    RealFn::GeluTanh => {
+                    UnaryOp::GeluTanh => {
                         let k = std::$t::consts::FRAC_2_SQRT_PI * std::$t::consts::SQRT_2; // 2 sqrt(2 / pi)
                         x * $sigmoid(k * (x + 0.044715 * x * x * x))
                     }
-                    RealFn::Erf => $erf(x),
-                    RealFn::Floor => x.floor(),
-                    RealFn::Ceil => x.ceil(),
-                    RealFn::Round => x.round_ties_even(),
-                    RealFn::Trunc => x.trunc(),
+                    UnaryOp::Erf => $erf(x),
+                    UnaryOp::Floor => x.floor(),
+                    UnaryOp::Ceil => x.ceil(),
+                    UnaryOp::Round => x.round_ties_even(),
+                    UnaryOp::Trunc => x.trunc(),
+                    // Never passed: predicates return bool and run their own kernels.
+                    UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => x,
                 }
             }
             #[inline(always)]

@@ -2,7 +2,7 @@
 //! table per kind of element (floats through `Real`, integers, bool); the op is matched once per
 //! call and each arm runs its own monomorphised, SIMD-compiled loop.
 
-use super::real::{FloatElement, Real, RealFn};
+use super::real::{FloatElement, Real};
 use super::walk::{for_each_run, map1};
 use crate::simd::with_best_simd;
 use crate::{CpuElement, CpuStorage};
@@ -42,75 +42,44 @@ fn unsupported(op: UnaryOp, dtype: quill_core::DType) -> Error {
     Error::invalid(op.name(), format!("no kernel for dtype {dtype}"))
 }
 
-fn real_fn(op: UnaryOp) -> Option<RealFn> {
-    use UnaryOp::*;
-    Some(match op {
-        Neg => RealFn::Neg,
-        Abs => RealFn::Abs,
-        Sign => RealFn::Sign,
-        Exp => RealFn::Exp,
-        Exp2 => RealFn::Exp2,
-        Log => RealFn::Ln,
-        Log2 => RealFn::Log2,
-        Log1p => RealFn::Ln1p,
-        Expm1 => RealFn::Expm1,
-        Sqrt => RealFn::Sqrt,
-        Rsqrt => RealFn::Rsqrt,
-        Square => RealFn::Square,
-        Reciprocal => RealFn::Recip,
-        Sin => RealFn::Sin,
-        Cos => RealFn::Cos,
-        Tan => RealFn::Tan,
-        Tanh => RealFn::Tanh,
-        Sigmoid => RealFn::Sigmoid,
-        Relu => RealFn::Relu,
-        Gelu => RealFn::Gelu,
-        GeluTanh => RealFn::GeluTanh,
-        Erf => RealFn::Erf,
-        Floor => RealFn::Floor,
-        Ceil => RealFn::Ceil,
-        Round => RealFn::Round,
-        Trunc => RealFn::Trunc,
-        LogicalNot | IsNan | IsInf | IsFinite => return None,
-    })
-}
-
-/// Expands `$body` once per `RealFn` with `$F` a constant, so each loop is specialised.
+/// Expands `$body` once per float `UnaryOp` with `$F` a constant, so each loop is
+/// specialised; predicates go to `$pred`.
 macro_rules! per_real_fn {
-    ($rf:expr, $F:ident => $body:expr) => {{
+    ($op:expr, $F:ident => $body:expr, $pred:expr) => {{
         macro_rules! arm {
             ($v:ident) => {{
-                const $F: RealFn = RealFn::$v;
+                const $F: UnaryOp = UnaryOp::$v;
                 $body
             }};
         }
-        match $rf {
-            RealFn::Neg => arm!(Neg),
-            RealFn::Abs => arm!(Abs),
-            RealFn::Sign => arm!(Sign),
-            RealFn::Exp => arm!(Exp),
-            RealFn::Exp2 => arm!(Exp2),
-            RealFn::Ln => arm!(Ln),
-            RealFn::Log2 => arm!(Log2),
-            RealFn::Ln1p => arm!(Ln1p),
-            RealFn::Expm1 => arm!(Expm1),
-            RealFn::Sqrt => arm!(Sqrt),
-            RealFn::Rsqrt => arm!(Rsqrt),
-            RealFn::Square => arm!(Square),
-            RealFn::Recip => arm!(Recip),
-            RealFn::Sin => arm!(Sin),
-            RealFn::Cos => arm!(Cos),
-            RealFn::Tan => arm!(Tan),
-            RealFn::Tanh => arm!(Tanh),
-            RealFn::Sigmoid => arm!(Sigmoid),
-            RealFn::Relu => arm!(Relu),
-            RealFn::Gelu => arm!(Gelu),
-            RealFn::GeluTanh => arm!(GeluTanh),
-            RealFn::Erf => arm!(Erf),
-            RealFn::Floor => arm!(Floor),
-            RealFn::Ceil => arm!(Ceil),
-            RealFn::Round => arm!(Round),
-            RealFn::Trunc => arm!(Trunc),
+        match $op {
+            UnaryOp::Neg => arm!(Neg),
+            UnaryOp::Abs => arm!(Abs),
+            UnaryOp::Sign => arm!(Sign),
+            UnaryOp::Exp => arm!(Exp),
+            UnaryOp::Exp2 => arm!(Exp2),
+            UnaryOp::Log => arm!(Log),
+            UnaryOp::Log2 => arm!(Log2),
+            UnaryOp::Log1p => arm!(Log1p),
+            UnaryOp::Expm1 => arm!(Expm1),
+            UnaryOp::Sqrt => arm!(Sqrt),
+            UnaryOp::Rsqrt => arm!(Rsqrt),
+            UnaryOp::Square => arm!(Square),
+            UnaryOp::Reciprocal => arm!(Reciprocal),
+            UnaryOp::Sin => arm!(Sin),
+            UnaryOp::Cos => arm!(Cos),
+            UnaryOp::Tan => arm!(Tan),
+            UnaryOp::Tanh => arm!(Tanh),
+            UnaryOp::Sigmoid => arm!(Sigmoid),
+            UnaryOp::Relu => arm!(Relu),
+            UnaryOp::Gelu => arm!(Gelu),
+            UnaryOp::GeluTanh => arm!(GeluTanh),
+            UnaryOp::Erf => arm!(Erf),
+            UnaryOp::Floor => arm!(Floor),
+            UnaryOp::Ceil => arm!(Ceil),
+            UnaryOp::Round => arm!(Round),
+            UnaryOp::Trunc => arm!(Trunc),
+            UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => $pred,
         }
     }};
 }
@@ -122,15 +91,16 @@ fn float_unary<T: FloatElement>(
     out: &mut CpuStorage,
     at: usize,
 ) -> Result<()> {
-    match real_fn(op) {
-        Some(rf) => per_real_fn!(rf, F => run(a, plan, out, at, |x: T| T::down(x.up().f(F)))),
-        None => match op {
+    per_real_fn!(
+        op,
+        F => run(a, plan, out, at, |x: T| T::down(x.up().f(F))),
+        match op {
             UnaryOp::LogicalNot => run(a, plan, out, at, |x: T| x.up().is_zero()),
             UnaryOp::IsNan => run(a, plan, out, at, |x: T| x.up().is_nan()),
             UnaryOp::IsInf => run(a, plan, out, at, |x: T| x.up().is_infinite()),
             _ => run(a, plan, out, at, |x: T| x.up().is_finite()),
-        },
-    }
+        }
+    );
     Ok(())
 }
 
