@@ -3,6 +3,7 @@
 //! means and variances of ints are f64), and `Num` / `Flt` are the few operations the kernels
 //! need on those accumulators.
 
+use super::fast;
 use crate::CpuElement;
 use half::{bf16, f16};
 
@@ -111,6 +112,24 @@ pub trait RElem: CpuElement + PartialOrd {
     fn f_out(f: Self::F) -> Self::FOut;
     /// True for every value but zero (NaN included, as `bool(nan)` in Python).
     fn truthy(self) -> bool;
+    /// A contiguous run's sum in `S` / in `F`, max and min through `fast`'s explicit SIMD, where
+    /// this type has it (f32, f64) and the CPU too; `None` sends the caller to the generic fold.
+    #[inline(always)]
+    fn sum_run(_: &[Self]) -> Option<Self::S> {
+        None
+    }
+    #[inline(always)]
+    fn f_sum_run(_: &[Self]) -> Option<Self::F> {
+        None
+    }
+    #[inline(always)]
+    fn max_run(_: &[Self]) -> Option<Self> {
+        None
+    }
+    #[inline(always)]
+    fn min_run(_: &[Self]) -> Option<Self> {
+        None
+    }
     /// NaN test that compiles to nothing for integers.
     #[allow(clippy::eq_op)]
     #[inline(always)]
@@ -122,7 +141,7 @@ pub trait RElem: CpuElement + PartialOrd {
 macro_rules! relem {
     ($t:ty, $s:ty, $so:ty, $f:ty, $fo:ty, $lo:expr, $hi:expr,
      |$x:ident| $to_s:expr, |$a:ident| $s_out:expr, |$y:ident| $to_f:expr, |$b:ident| $f_out:expr,
-     |$z:ident| $truthy:expr) => {
+     |$z:ident| $truthy:expr $(, fast($sum:path, $max:path, $min:path))?) => {
         impl RElem for $t {
             type S = $s;
             type SumOut = $so;
@@ -153,6 +172,24 @@ macro_rules! relem {
                 let $z = self;
                 $truthy
             }
+            $(
+                #[inline(always)]
+                fn sum_run(x: &[$t]) -> Option<$s> {
+                    $sum(x)
+                }
+                #[inline(always)]
+                fn f_sum_run(x: &[$t]) -> Option<$f> {
+                    $sum(x)
+                }
+                #[inline(always)]
+                fn max_run(x: &[$t]) -> Option<$t> {
+                    $max(x)
+                }
+                #[inline(always)]
+                fn min_run(x: &[$t]) -> Option<$t> {
+                    $min(x)
+                }
+            )?
         }
     };
 }
@@ -169,7 +206,8 @@ relem!(
     |a| a,
     |y| y,
     |b| b,
-    |z| z != 0.0
+    |z| z != 0.0,
+    fast(fast::sum_f32, fast::max_f32, fast::min_f32)
 );
 relem!(
     f64,
@@ -183,7 +221,8 @@ relem!(
     |a| a,
     |y| y,
     |b| b,
-    |z| z != 0.0
+    |z| z != 0.0,
+    fast(fast::sum_f64, fast::max_f64, fast::min_f64)
 );
 relem!(
     f16,

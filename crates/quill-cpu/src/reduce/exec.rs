@@ -155,7 +155,11 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
         }
         return;
     }
-    let per = (GRAIN / n_red).max(1);
+    // A few long tasks per thread: each streams one long stretch of memory, which the
+    // prefetchers follow better than many short ones.
+    let per = (GRAIN / n_red)
+        .max(n_out / (4 * rayon::current_num_threads()))
+        .max(1);
     let task = |t: usize, chunk: &mut [K::Out]| {
         let o0 = t * per;
         let mut od = Odometer::new(&p.kept, p.base, o0);

@@ -28,10 +28,15 @@ pub fn min_nan<X: PartialOrd + Copy>(a: X, b: X) -> X {
     }
 }
 
+/// A whole contiguous run folded at once, or `None` where the CPU lacks the SIMD for it.
+pub type RunFn<T, A> = fn(&[T]) -> Option<A>;
+
 /// `fin(fold over op of map(x, out))`, where `init` is `op`'s identity and `out` the output's
 /// index (so that a second pass can read a first pass's result, e.g. the mean).
 pub struct FoldK<T, A, O, M, G, F> {
     init: A,
+    /// The same fold of a whole contiguous run by explicit SIMD (`fast`), tried first.
+    run: Option<RunFn<T, A>>,
     map: M,
     op: G,
     fin: F,
@@ -42,11 +47,19 @@ impl<T, A, O, M, G, F> FoldK<T, A, O, M, G, F> {
     pub fn new(init: A, map: M, op: G, fin: F) -> Self {
         FoldK {
             init,
+            run: None,
             map,
             op,
             fin,
             _t: PhantomData,
         }
+    }
+
+    /// Adds a whole-run fast path: it must compute exactly `fold(op, init, map(x))` (so only
+    /// for maps that ignore the output index).
+    pub fn with_run(mut self, run: RunFn<T, A>) -> Self {
+        self.run = Some(run);
+        self
     }
 }
 
@@ -75,7 +88,11 @@ where
             _ => None,
         };
         if let Some(s) = start {
-            return simd::fold_lanes(&src[s..s + len], self.init, m, &self.op);
+            let x = &src[s..s + len];
+            if let Some(v) = self.run.and_then(|f| f(x)) {
+                return v;
+            }
+            return simd::fold_lanes(x, self.init, m, &self.op);
         }
         let at = |i: usize| m(src[(off + i as isize * stride) as usize]);
         let mut acc = [self.init; 4];

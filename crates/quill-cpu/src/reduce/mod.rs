@@ -9,6 +9,7 @@
 
 mod elem;
 mod exec;
+mod fast;
 mod kernels;
 mod plan;
 mod simd;
@@ -90,7 +91,8 @@ fn reduce_typed<T: RElem>(op: ReduceOp, s: &[T], l: &Layout, axes: &[usize]) -> 
             run(
                 &p,
                 s,
-                &FoldK::new(init, |x: T, _| x.to_s(), Num::add, |a, _| T::s_out(a)),
+                &FoldK::new(init, |x: T, _| x.to_s(), Num::add, |a, _| T::s_out(a))
+                    .with_run(T::sum_run),
             )
         }
         Prod => run(
@@ -98,8 +100,16 @@ fn reduce_typed<T: RElem>(op: ReduceOp, s: &[T], l: &Layout, axes: &[usize]) -> 
             s,
             &FoldK::new(T::S::ONE, |x: T, _| x.to_s(), Num::mul, |a, _| T::s_out(a)),
         ),
-        Max => run(&p, s, &FoldK::new(T::LOWEST, |x: T, _| x, max_nan, ident)),
-        Min => run(&p, s, &FoldK::new(T::HIGHEST, |x: T, _| x, min_nan, ident)),
+        Max => run(
+            &p,
+            s,
+            &FoldK::new(T::LOWEST, |x: T, _| x, max_nan, ident).with_run(T::max_run),
+        ),
+        Min => run(
+            &p,
+            s,
+            &FoldK::new(T::HIGHEST, |x: T, _| x, min_nan, ident).with_run(T::min_run),
+        ),
         Any => run(
             &p,
             s,
@@ -129,7 +139,8 @@ where
             |x: T, _| x.to_f(),
             Num::add,
             |a: T::F, _| a.div(n),
-        ),
+        )
+        .with_run(T::f_sum_run),
     )
 }
 
