@@ -13,8 +13,10 @@
 //! # Ok::<(), quill::Error>(())
 //! ```
 
+pub mod data;
 pub mod device;
 pub mod ndarray;
+pub mod tensor;
 
 pub use device::Device;
 pub use ndarray::NDArray;

@@ -7,6 +7,8 @@ mod assign;
 mod create;
 mod display;
 mod elementwise;
+mod index;
+mod join;
 mod matmul;
 mod operators;
 mod reduce;

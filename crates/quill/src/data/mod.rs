@@ -1,0 +1,1 @@
+//! Datasets, data loading and transforms (being built).

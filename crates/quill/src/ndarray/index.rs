@@ -1,0 +1,1 @@
+//! gather, scatter_add, index_select and take_along_axis (being built).

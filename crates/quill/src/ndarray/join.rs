@@ -1,0 +1,1 @@
+//! concat, stack and split (being built).

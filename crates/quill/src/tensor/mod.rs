@@ -1,0 +1,1 @@
+//! `Tensor`: an NDArray plus its place in the autograd graph (being built).
