@@ -1,1 +1,271 @@
-//! `Tensor`: an NDArray plus its place in the autograd graph (being built).
+//! `Tensor`: an NDArray plus its place in a dynamic autograd graph. A tensor made by an op
+//! while gradients are recorded keeps the op (`Backward`) and its inputs; `backward()` walks
+//! that graph once in reverse topological order (`graph.rs`). Each op's forward and backward
+//! live side by side in `ops/`, and every backward is written in Tensor ops, so gradients of
+//! gradients work (`create_graph`). Composite ops (mean, var, softmax, ...) are plain functions
+//! over the primitives and need no backward of their own.
+//!
+//! Tensors are `Rc`-shared and so stay on the thread that made them; the grad mode
+//! (`no_grad`) is per thread, as PyTorch's.
+
+mod gradcheck;
+mod graph;
+mod mode;
+mod operators;
+mod ops;
+
+pub use gradcheck::{gradcheck, GradcheckOptions, GradcheckReport};
+pub use graph::{grad, BackwardOptions};
+pub use mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
+
+use crate::{Device, NDArray};
+use quill_core::{DType, Error, Result};
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+/// A node's link to the graph.
+pub(crate) enum GradFn {
+    /// Made by the user (or by an op that recorded nothing): gradients stop here.
+    Leaf,
+    /// Made by `op` from `inputs`.
+    Op {
+        op: Box<dyn Backward>,
+        inputs: Vec<Tensor>,
+    },
+    /// Was an `Op` whose saved arrays a backward pass without `retain_graph` released.
+    Freed(&'static str),
+}
+
+/// One op's backward: the gradients of its inputs given the gradient `g` of its output
+/// (`None` for an input that gets none). Written in Tensor ops so that, under
+/// `create_graph`, the gradients are themselves differentiable.
+pub(crate) trait Backward {
+    fn name(&self) -> &'static str;
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+}
+
+pub(crate) struct Node {
+    data: NDArray,
+    requires_grad: bool,
+    grad_fn: RefCell<GradFn>,
+    grad: RefCell<Option<Tensor>>,
+    retains_grad: std::cell::Cell<bool>,
+}
+
+/// An NDArray in the autograd graph. Cloning shares the same node (a handle, like PyTorch's
+/// Python objects), so `a.clone().grad()` is `a.grad()`.
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Rc<Node>);
+
+impl Tensor {
+    fn from_node(data: NDArray, requires_grad: bool, grad_fn: GradFn) -> Tensor {
+        Tensor(Rc::new(Node {
+            data,
+            requires_grad,
+            grad_fn: RefCell::new(grad_fn),
+            grad: RefCell::new(None),
+            retains_grad: std::cell::Cell::new(false),
+        }))
+    }
+
+    /// A leaf tensor over `data` that records no gradient (a constant).
+    pub fn new(data: NDArray) -> Tensor {
+        Tensor::from_node(data, false, GradFn::Leaf)
+    }
+
+    /// A leaf tensor over `data`; with `requires_grad`, `backward` fills its `grad()`. Only
+    /// floating dtypes can require gradients.
+    pub fn from_array(data: NDArray, requires_grad: bool) -> Result<Tensor> {
+        check_float("Tensor::from_array", &data, requires_grad)?;
+        Ok(Tensor::from_node(data, requires_grad, GradFn::Leaf))
+    }
+
+    /// The result of `op` over `inputs`: recorded in the graph when gradients are enabled and
+    /// some input requires them, else a constant.
+    pub(crate) fn make(data: NDArray, inputs: &[&Tensor], op: impl Backward + 'static) -> Tensor {
+        let record = mode::is_grad_enabled()
+            && data.dtype().is_float()
+            && inputs.iter().any(|t| t.requires_grad());
+        if !record {
+            return Tensor::new(data);
+        }
+        let inputs = inputs.iter().map(|&t| t.clone()).collect();
+        Tensor::from_node(
+            data,
+            true,
+            GradFn::Op {
+                op: Box::new(op),
+                inputs,
+            },
+        )
+    }
+
+    /// The same tensor with `requires_grad` set: a leaf (`detach`ed from any graph) that
+    /// shares this tensor's data.
+    pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
+        check_float("requires_grad_", self.array(), requires_grad)?;
+        Ok(Tensor::from_node(
+            self.array().clone(),
+            requires_grad,
+            GradFn::Leaf,
+        ))
+    }
+
+    /// The data, without the graph.
+    pub fn array(&self) -> &NDArray {
+        &self.0.data
+    }
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad
+    }
+    /// True for tensors made by the user rather than by a recorded op.
+    pub fn is_leaf(&self) -> bool {
+        matches!(*self.0.grad_fn.borrow(), GradFn::Leaf)
+    }
+    /// The name of the op that made this tensor (`None` for a leaf).
+    pub fn grad_fn_name(&self) -> Option<&'static str> {
+        match &*self.0.grad_fn.borrow() {
+            GradFn::Leaf => None,
+            GradFn::Op { op, .. } => Some(op.name()),
+            GradFn::Freed(name) => Some(name),
+        }
+    }
+    /// The gradient accumulated by `backward` (leaves and `retain_grad` tensors only).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.grad.borrow().clone()
+    }
+    /// Clears the accumulated gradient.
+    pub fn zero_grad(&self) {
+        *self.0.grad.borrow_mut() = None;
+    }
+    /// Replaces the accumulated gradient (for optimisers and gradient clipping).
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.shape() != self.shape() {
+                return Err(Error::ShapeMismatch {
+                    op: "set_grad",
+                    lhs: self.shape().into(),
+                    rhs: g.shape().into(),
+                    hint: String::new(),
+                });
+            }
+        }
+        *self.0.grad.borrow_mut() = grad;
+        Ok(())
+    }
+    /// Keeps this non-leaf tensor's gradient after `backward` (leaves always keep theirs).
+    pub fn retain_grad(&self) {
+        self.0.retains_grad.set(true);
+    }
+    /// The same data, cut from the graph.
+    pub fn detach(&self) -> Tensor {
+        Tensor::new(self.array().clone())
+    }
+    /// True when both handles are the same graph node.
+    pub fn same_node(&self, other: &Tensor) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        self.array().shape()
+    }
+    pub fn ndim(&self) -> usize {
+        self.array().ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.array().numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.array().dtype()
+    }
+    pub fn device(&self) -> Device {
+        self.array().device()
+    }
+    /// The single element of a one-element tensor, as f64.
+    pub fn item(&self) -> Result<f64> {
+        self.array().item::<f64>()
+    }
+    pub fn to_vec<T: quill_cpu::CpuElement>(&self) -> Result<Vec<T>> {
+        self.array().to_vec::<T>()
+    }
+
+    // Constructors: leaves that do not require gradients; chain `.requires_grad_(true)`.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        NDArray::zeros(shape, dtype).map(Tensor::new)
+    }
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        NDArray::ones(shape, dtype).map(Tensor::new)
+    }
+    pub fn full(
+        shape: &[usize],
+        value: impl Into<quill_core::Scalar>,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        NDArray::full(shape, value, dtype).map(Tensor::new)
+    }
+    pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        NDArray::arange(start, stop, step, dtype).map(Tensor::new)
+    }
+    pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Tensor> {
+        NDArray::linspace(start, stop, num, dtype).map(Tensor::new)
+    }
+    pub fn eye(n: usize, m: usize, k: isize, dtype: DType) -> Result<Tensor> {
+        NDArray::eye(n, m, k, dtype).map(Tensor::new)
+    }
+    pub fn rand(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
+        NDArray::rand(shape, seed, dtype).map(Tensor::new)
+    }
+    pub fn randn(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
+        NDArray::randn(shape, seed, dtype).map(Tensor::new)
+    }
+    pub fn from_vec<T: quill_cpu::CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        NDArray::from_vec(data, shape).map(Tensor::new)
+    }
+    pub fn scalar<T: quill_cpu::CpuElement>(value: T) -> Tensor {
+        Tensor::new(NDArray::scalar(value))
+    }
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), self.dtype())
+    }
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(self.shape(), self.dtype())
+    }
+}
+
+fn check_float(op: &'static str, data: &NDArray, requires_grad: bool) -> Result<()> {
+    if requires_grad && !data.dtype().is_float() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "only floating-point tensors can require gradients, got {}; cast with astype first",
+                data.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl From<NDArray> for Tensor {
+    fn from(a: NDArray) -> Tensor {
+        Tensor::new(a)
+    }
+}
+
+impl fmt::Display for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tensor({}", self.array())?;
+        if let Some(name) = self.grad_fn_name() {
+            write!(f, ", grad_fn={name}")?;
+        } else if self.requires_grad() {
+            write!(f, ", requires_grad=true")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -1,0 +1,194 @@
+//! `gradcheck`: compares the gradients backward computes with central differences in f64,
+//! element by element, and reports the worst disagreement.
+
+use super::{graph, no_grad, BackwardOptions, Tensor};
+use crate::NDArray;
+use quill_core::{DType, Error, Result, SliceArg};
+use std::fmt;
+
+/// Step and tolerances: an element passes when `|analytic - numeric| <= atol + rtol * |numeric|`.
+#[derive(Clone, Copy, Debug)]
+pub struct GradcheckOptions {
+    pub eps: f64,
+    pub atol: f64,
+    pub rtol: f64,
+    /// Seed of the random weights that project a non-scalar output to a scalar.
+    pub seed: u64,
+}
+
+impl Default for GradcheckOptions {
+    fn default() -> Self {
+        GradcheckOptions {
+            eps: 1e-6,
+            atol: 1e-5,
+            rtol: 1e-3,
+            seed: 0,
+        }
+    }
+}
+
+/// The outcome: whether every element passed, and the worst one.
+#[derive(Clone, Debug)]
+pub struct GradcheckReport {
+    pub passed: bool,
+    pub checked: usize,
+    /// Which input, which element (multi-index), and the two values there.
+    pub worst_input: usize,
+    pub worst_index: Vec<usize>,
+    pub analytic: f64,
+    pub numeric: f64,
+    /// `|analytic - numeric| - (atol + rtol * |numeric|)`: > 0 fails.
+    pub excess: f64,
+}
+
+impl GradcheckReport {
+    /// `Ok` when passed, else an error carrying the report.
+    pub fn check(&self) -> Result<()> {
+        if self.passed {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                op: "gradcheck",
+                msg: self.to_string(),
+            })
+        }
+    }
+}
+
+impl fmt::Display for GradcheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({} elements); worst: input {} at {:?}: analytic {:e}, numeric {:e}, |diff| {:e}",
+            if self.passed { "passed" } else { "FAILED" },
+            self.checked,
+            self.worst_input,
+            self.worst_index,
+            self.analytic,
+            self.numeric,
+            (self.analytic - self.numeric).abs()
+        )
+    }
+}
+
+/// Checks the gradients of `f` at `inputs` (f64 tensors; those that require grad are
+/// checked). A non-scalar output is projected to a scalar with fixed random weights. Inputs
+/// may be any views; an element is perturbed in place through the view and restored.
+pub fn gradcheck(
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    opts: GradcheckOptions,
+) -> Result<GradcheckReport> {
+    const OP: &str = "gradcheck";
+    for (i, x) in inputs.iter().enumerate() {
+        if x.requires_grad() && x.dtype() != DType::F64 {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "input {i} is {}: central differences need f64 inputs; cast with astype",
+                    x.dtype()
+                ),
+            });
+        }
+        if x.array()
+            .strides()
+            .iter()
+            .zip(x.shape())
+            .any(|(&s, &d)| s == 0 && d > 1)
+        {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "input {i} is a broadcast view (stride 0): one write would perturb several \
+                     elements; compact() it first"
+                ),
+            });
+        }
+    }
+    let out = f(inputs)?;
+    let w = Tensor::new(NDArray::randn(out.shape(), opts.seed, DType::F64)?);
+    let project =
+        |y: &Tensor| -> Result<Tensor> { y.astype(DType::F64)?.mul(&w)?.sum(None, false) };
+    let loss = project(&out)?;
+    let wanted: Vec<Tensor> = inputs
+        .iter()
+        .filter(|x| x.requires_grad())
+        .cloned()
+        .collect();
+    if wanted.is_empty() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: "no input requires grad".into(),
+        });
+    }
+    let analytic = if loss.requires_grad() {
+        graph::grad(&loss, &wanted, None, BackwardOptions::default())?
+    } else {
+        wanted
+            .iter()
+            .map(|x| x.zeros_like())
+            .collect::<Result<_>>()?
+    };
+    let _g = no_grad();
+    let mut rep = GradcheckReport {
+        passed: true,
+        checked: 0,
+        worst_input: 0,
+        worst_index: vec![],
+        analytic: 0.0,
+        numeric: 0.0,
+        excess: f64::NEG_INFINITY,
+    };
+    let mut k = 0;
+    for (i, x) in inputs.iter().enumerate() {
+        if !x.requires_grad() {
+            continue;
+        }
+        let an = analytic[k]
+            .astype(DType::F64)?
+            .array()
+            .compact()
+            .to_vec::<f64>()?;
+        k += 1;
+        for (flat, &a) in an.iter().enumerate() {
+            let idx = unravel(flat, x.shape());
+            let at: Vec<SliceArg> = idx.iter().map(|&j| SliceArg::Index(j as isize)).collect();
+            let v0 = x.array().slice(&at)?.item::<f64>()?;
+            let eval = |v: f64| -> Result<f64> {
+                x.array().set_scalar(&at, v)?;
+                project(&f(inputs)?)?.item()
+            };
+            let hi = eval(v0 + opts.eps);
+            let lo = eval(v0 - opts.eps);
+            x.array().set_scalar(&at, v0)?;
+            let num = (hi? - lo?) / (2.0 * opts.eps);
+            let excess = (a - num).abs() - (opts.atol + opts.rtol * num.abs());
+            // A NaN on either side fails unless both are NaN.
+            let excess = if a.is_nan() != num.is_nan() {
+                f64::INFINITY
+            } else {
+                excess
+            };
+            rep.checked += 1;
+            if excess > rep.excess || rep.checked == 1 {
+                rep.excess = excess;
+                rep.worst_input = i;
+                rep.worst_index = idx;
+                rep.analytic = a;
+                rep.numeric = num;
+            }
+        }
+    }
+    // NaN excess: both sides NaN, which agree.
+    rep.passed = rep.excess.is_nan() || rep.excess <= 0.0;
+    Ok(rep)
+}
+
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        idx[d] = flat % n;
+        flat /= n;
+    }
+    idx
+}

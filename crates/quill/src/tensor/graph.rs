@@ -1,0 +1,220 @@
+//! The backward pass: a topological sort of the recorded graph and one reversed loop that
+//! hands each node's gradient to its op's `Backward` and sums what flows into each input
+//! (micrograd's engine, with PyTorch's options). Leaves (and `retain_grad` tensors)
+//! accumulate into `grad()`; `grad()` (the function) returns gradients without touching them.
+
+use super::mode::set_grad_enabled;
+use super::{GradFn, Node, Tensor};
+use quill_core::{Error, Result};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// PyTorch's `backward` flags.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BackwardOptions {
+    /// Keep the graph (and the arrays its ops saved) for another backward pass; by default a
+    /// pass releases them, and a second pass through the same graph is an error.
+    pub retain_graph: bool,
+    /// Record the backward pass itself, so that gradients can be differentiated again. Implies
+    /// `retain_graph`.
+    pub create_graph: bool,
+}
+
+impl Tensor {
+    /// Gradients of this one-element tensor with respect to every leaf that requires them,
+    /// accumulated into their `grad()`.
+    pub fn backward(&self) -> Result<()> {
+        self.backward_opts(None, BackwardOptions::default())
+    }
+
+    /// `backward` for a tensor of any shape, seeded with `grad` (the gradient of some scalar
+    /// with respect to this tensor).
+    pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
+        self.backward_opts(Some(grad), BackwardOptions::default())
+    }
+
+    /// `backward` with options; `grad` is required unless this tensor has one element.
+    pub fn backward_opts(&self, grad: Option<&Tensor>, opts: BackwardOptions) -> Result<()> {
+        run(std::slice::from_ref(self), grad, opts, None).map(|_| ())
+    }
+}
+
+/// `torch.autograd.grad`: the gradients of `output` (seeded with `grad`, or 1 for one
+/// element) with respect to `inputs`, returned rather than accumulated; an input the output
+/// does not depend on gets zeros.
+pub fn grad(
+    output: &Tensor,
+    inputs: &[Tensor],
+    grad: Option<&Tensor>,
+    opts: BackwardOptions,
+) -> Result<Vec<Tensor>> {
+    let got = run(std::slice::from_ref(output), grad, opts, Some(inputs))?;
+    got.into_iter()
+        .zip(inputs)
+        .map(|(g, x)| match g {
+            Some(g) => Ok(g),
+            None => x.zeros_like(),
+        })
+        .collect()
+}
+
+fn key(t: &Tensor) -> *const Node {
+    Rc::as_ptr(&t.0)
+}
+
+/// Nodes reachable from `roots` through recorded ops, each after every node that uses it.
+fn topo(roots: &[Tensor]) -> Vec<Tensor> {
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // An explicit stack: deep graphs (long recurrences) must not overflow the call stack.
+    let mut stack: Vec<(Tensor, bool)> = roots.iter().map(|r| (r.clone(), false)).collect();
+    while let Some((t, expanded)) = stack.pop() {
+        if expanded {
+            order.push(t);
+            continue;
+        }
+        if !t.requires_grad() || !seen.insert(key(&t)) {
+            continue;
+        }
+        stack.push((t.clone(), true));
+        if let GradFn::Op { inputs, .. } = &*t.0.grad_fn.borrow() {
+            for i in inputs {
+                if i.requires_grad() && !seen.contains(&key(i)) {
+                    stack.push((i.clone(), false));
+                }
+            }
+        }
+    }
+    order.reverse();
+    order
+}
+
+fn run(
+    roots: &[Tensor],
+    seed: Option<&Tensor>,
+    opts: BackwardOptions,
+    wanted: Option<&[Tensor]>,
+) -> Result<Vec<Option<Tensor>>> {
+    const OP: &str = "backward";
+    let root = &roots[0];
+    if !root.requires_grad() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: "the tensor does not require grad and has no grad_fn (did every input have \
+                  requires_grad = false, or was it computed under no_grad?)"
+                .into(),
+        });
+    }
+    let seed = match seed {
+        Some(g) => {
+            if g.shape() != root.shape() {
+                return Err(Error::ShapeMismatch {
+                    op: OP,
+                    lhs: root.shape().into(),
+                    rhs: g.shape().into(),
+                    hint: " (the seed gradient must have the output's shape)".into(),
+                });
+            }
+            g.astype(root.dtype())?
+        }
+        None if root.numel() == 1 => root.ones_like()?,
+        None => {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "grad can be implicitly created only for one-element outputs, this one has \
+                     shape {:?}; call backward_with(grad)",
+                    root.shape()
+                ),
+            })
+        }
+    };
+    let retain = opts.retain_graph || opts.create_graph;
+    let _mode = set_grad_enabled(opts.create_graph);
+    let want: HashMap<*const Node, usize> = wanted
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (key(t), i))
+        .collect();
+    let mut out = vec![None; wanted.map_or(0, |w| w.len())];
+    let mut grads: HashMap<*const Node, Tensor> = HashMap::new();
+    grads.insert(key(root), seed);
+    for node in topo(roots) {
+        let Some(g) = grads.remove(&key(&node)) else {
+            continue;
+        };
+        let g = if opts.create_graph { g } else { g.detach() };
+        if let Some(&i) = want.get(&key(&node)) {
+            out[i] = Some(g.clone());
+        } else if wanted.is_none() && (node.is_leaf() || node.0.retains_grad.get()) {
+            let acc = match node.grad() {
+                Some(old) => old.add(&g)?,
+                None => g.clone(),
+            };
+            *node.0.grad.borrow_mut() = Some(acc);
+        }
+        let is_op = matches!(*node.0.grad_fn.borrow(), GradFn::Op { .. });
+        let fun = if retain || !is_op {
+            None
+        } else {
+            let name = node.grad_fn_name().unwrap_or("leaf");
+            Some(std::mem::replace(
+                &mut *node.0.grad_fn.borrow_mut(),
+                GradFn::Freed(name),
+            ))
+        };
+        let borrowed;
+        let gf: &GradFn = match &fun {
+            Some(f) => f,
+            None => {
+                borrowed = node.0.grad_fn.borrow();
+                &borrowed
+            }
+        };
+        match gf {
+            GradFn::Leaf => {}
+            GradFn::Freed(name) => {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    msg: format!(
+                        "trying to backward through the graph a second time (through {name}): \
+                         its saved arrays were released; pass retain_graph: true to the first \
+                         backward"
+                    ),
+                })
+            }
+            GradFn::Op { op, inputs } => {
+                let gs = op.backward(&g, inputs)?;
+                for (x, gx) in inputs.iter().zip(gs) {
+                    let Some(gx) = gx else { continue };
+                    if !x.requires_grad() {
+                        continue;
+                    }
+                    if gx.shape() != x.shape() {
+                        return Err(Error::ShapeMismatch {
+                            op: op.name(),
+                            lhs: x.shape().into(),
+                            rhs: gx.shape().into(),
+                            hint: " (internal: a backward rule returned a gradient of the wrong \
+                                   shape)"
+                                .into(),
+                        });
+                    }
+                    let gx = if gx.dtype() != x.dtype() {
+                        gx.astype(x.dtype())?
+                    } else {
+                        gx
+                    };
+                    let k = key(x);
+                    let sum = match grads.remove(&k) {
+                        Some(prev) => prev.add(&gx)?,
+                        None => gx,
+                    };
+                    grads.insert(k, sum);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,72 @@
+//! Composite ops: plain functions over the primitives, so their gradients (of any order) come
+//! from the primitives' rules with nothing more to write.
+
+use super::{norm_axes, to_isize};
+use crate::tensor::Tensor;
+use crate::NDArray;
+use quill_core::Result;
+
+impl Tensor {
+    /// Mean over `axes` (None = all). The mean of nothing is NaN, as NumPy's.
+    pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let s = self.sum(axes, keepdims)?;
+        let n = reduced_count(self.shape(), axes);
+        s.div_scalar(n as f64)
+    }
+
+    /// Variance over `axes` with `ddof` delta degrees of freedom (`ddof = 1`: unbiased).
+    pub fn var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<Tensor> {
+        let m = self.mean(axes, true)?;
+        let d = self.sub(&m)?;
+        let n = reduced_count(self.shape(), axes);
+        d.square()?
+            .sum(axes, keepdims)?
+            .div_scalar(n.saturating_sub(ddof) as f64)
+    }
+
+    /// Standard deviation: the square root of `var`.
+    pub fn std(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<Tensor> {
+        self.var(axes, ddof, keepdims)?.sqrt()
+    }
+
+    /// `log(sum(exp(x)))` over `axes`, computed stably by shifting by the (constant) maximum.
+    pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let m = self.array().max(axes, true)?;
+        // An infinite maximum would give inf - inf = nan: shift by 0 there instead.
+        let finite = m.isfinite()?;
+        let m = NDArray::where_(&finite, &m, &NDArray::zeros(&[], m.dtype())?)?;
+        let mt = Tensor::new(m);
+        let s = self.sub(&mt)?.exp()?.sum(axes, true)?.log()?.add(&mt)?;
+        if keepdims {
+            Ok(s)
+        } else {
+            let ax = norm_axes(axes, self.ndim());
+            let shape: Vec<usize> = self
+                .shape()
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !ax.contains(i))
+                .map(|(_, &d)| d)
+                .collect();
+            s.reshape(&to_isize(&shape))
+        }
+    }
+
+    /// `x - logsumexp(x)` along `axis`.
+    pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        self.sub(&self.logsumexp(Some(&[axis]), true)?)
+    }
+
+    /// `exp(x) / sum(exp(x))` along `axis`, stably.
+    pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        self.log_softmax(axis)?.exp()
+    }
+}
+
+/// How many input elements each output of a reduction over `axes` combines.
+fn reduced_count(shape: &[usize], axes: Option<&[isize]>) -> usize {
+    norm_axes(axes, shape.len())
+        .iter()
+        .map(|&a| shape[a])
+        .product()
+}
