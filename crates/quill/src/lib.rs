@@ -16,6 +16,7 @@
 pub mod data;
 pub mod device;
 pub mod ndarray;
+pub mod nn;
 pub mod tensor;
 
 pub use device::Device;
@@ -28,6 +29,7 @@ pub use quill_cpu::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
 };
 pub use quill_cpu::CpuElement;
+pub use tensor::Tensor;
 
 /// The README's Rust example runs as a doctest, so the README cannot drift from the API.
 #[doc = include_str!("../../../README.md")]

@@ -1,6 +1,7 @@
 //! `quill bench ...`: benchmarks that time quill and a peer in the same run and report medians
 //! and ratios. Benchmarks are never tests: the machine is shared and noisy.
 
+mod autograd;
 mod copy;
 mod ops;
 mod peer;
@@ -9,7 +10,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("copy") | None => copy::run(&args[args.len().min(1)..]),
         Some("ops") => ops::run(&args[1..]),
-        Some(other) => Err(format!("unknown benchmark '{other}'; available: copy, ops")),
+        Some("autograd") => autograd::run(&args[1..]),
+        Some(other) => Err(format!(
+            "unknown benchmark '{other}'; available: copy, ops, autograd"
+        )),
     }
 }
 

@@ -1,0 +1,98 @@
+//! Stateless losses and activations over Tensors: composites of the differentiable ops.
+
+use crate::tensor::Tensor;
+use crate::NDArray;
+use quill_core::{DType, Error, Result};
+
+/// How a loss combines its per-sample values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Reduction {
+    #[default]
+    Mean,
+    Sum,
+    None,
+}
+
+fn reduce(l: Tensor, r: Reduction) -> Result<Tensor> {
+    match r {
+        Reduction::Mean => l.mean(None, false),
+        Reduction::Sum => l.sum(None, false),
+        Reduction::None => Ok(l),
+    }
+}
+
+fn check_labels(op: &'static str, logits: &Tensor, labels: &NDArray) -> Result<()> {
+    if logits.ndim() != 2 || labels.ndim() != 1 || labels.shape()[0] != logits.shape()[0] {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: logits.shape().into(),
+            rhs: labels.shape().into(),
+            hint: " (expected logits (N, C) and integer labels (N))".into(),
+        });
+    }
+    if !labels.dtype().is_int() {
+        return Err(Error::DTypeMismatch {
+            op,
+            expected: DType::I64,
+            got: labels.dtype(),
+        });
+    }
+    Ok(())
+}
+
+/// Negative log-likelihood of integer `labels` (N) under log-probabilities (N, C).
+pub fn nll_loss(logp: &Tensor, labels: &NDArray, reduction: Reduction) -> Result<Tensor> {
+    check_labels("nll_loss", logp, labels)?;
+    let picked = logp.take_along_axis(&labels.unsqueeze(1)?, 1)?;
+    reduce(picked.neg()?.reshape(&[-1])?, reduction)
+}
+
+/// Cross-entropy of logits (N, C) against integer labels (N), with PyTorch's label smoothing
+/// (`smoothing` of the target mass spread uniformly over the C classes).
+pub fn cross_entropy(
+    logits: &Tensor,
+    labels: &NDArray,
+    smoothing: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    check_labels("cross_entropy", logits, labels)?;
+    if !(0.0..=1.0).contains(&smoothing) {
+        return Err(Error::InvalidArgument {
+            op: "cross_entropy",
+            msg: format!("label smoothing must lie in [0, 1], got {smoothing}"),
+        });
+    }
+    let logp = logits.log_softmax(1)?;
+    let nll = nll_loss(&logp, labels, Reduction::None)?;
+    let per = if smoothing > 0.0 {
+        let uniform = logp.mean(Some(&[1]), false)?.neg()?;
+        nll.mul_scalar(1.0 - smoothing)?
+            .add(&uniform.mul_scalar(smoothing)?)?
+    } else {
+        nll
+    };
+    reduce(per, reduction)
+}
+
+/// Mean squared error (inputs broadcast together).
+pub fn mse_loss(pred: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    reduce(pred.sub(target)?.square()?, reduction)
+}
+
+/// Mean absolute error.
+pub fn l1_loss(pred: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    reduce(pred.sub(target)?.abs()?, reduction)
+}
+
+/// `BCEWithLogits`: `max(x, 0) - x * y + log(1 + exp(-|x|))`, stable for any logit.
+pub fn binary_cross_entropy_with_logits(
+    logits: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let l = logits
+        .relu()?
+        .sub(&logits.mul(target)?)?
+        .add(&logits.abs()?.neg()?.exp()?.log1p()?)?;
+    reduce(l, reduction)
+}
