@@ -15,8 +15,10 @@
 
 pub mod data;
 pub mod device;
+pub mod io;
 pub mod ndarray;
 pub mod nn;
+pub mod optim;
 pub mod tensor;
 
 pub use device::Device;

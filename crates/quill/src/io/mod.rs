@@ -1,0 +1,1 @@
+//! Reading and writing arrays: safetensors checkpoints, written atomically (being built).
