@@ -1,0 +1,126 @@
+//! The `Dataset` trait (indexed samples, fetched a batch at a time) and `TensorDataset`, an
+//! in-memory dataset over an inputs array and a targets array whose batches are one contiguous
+//! gather of rows into a fresh buffer, never one small array per sample.
+
+use crate::NDArray;
+use quill_core::{Error, Result};
+use quill_cpu::{dispatch_dtype, CpuElement};
+
+/// Indexed (input, target) samples. Batched access is the primitive so that an implementation can
+/// gather a whole batch at once; `Send + Sync` so a `DataLoader` can read it from its worker.
+pub trait Dataset: Send + Sync {
+    /// Number of samples.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The samples at `indices`, stacked along a new leading axis of size `indices.len()`.
+    /// An index `>= len()` is an error.
+    fn get_batch(&self, indices: &[usize]) -> Result<(NDArray, NDArray)>;
+
+    /// Sample `i` on its own (the batch of one, without the leading axis).
+    fn get(&self, i: usize) -> Result<(NDArray, NDArray)> {
+        let (x, y) = self.get_batch(&[i])?;
+        Ok((x.squeeze(&[0])?, y.squeeze(&[0])?))
+    }
+}
+
+/// Samples are the rows (first-axis slices) of `inputs` and `targets`, which share the first axis.
+#[derive(Clone, Debug)]
+pub struct TensorDataset {
+    inputs: NDArray,
+    targets: NDArray,
+}
+
+impl TensorDataset {
+    /// A dataset over the rows of `inputs` and `targets` (any dtypes, rank >= 1, equal first
+    /// dimension). Non-contiguous arrays are copied once here so every batch is a plain gather.
+    pub fn new(inputs: NDArray, targets: NDArray) -> Result<TensorDataset> {
+        const OP: &str = "TensorDataset::new";
+        if inputs.ndim() == 0 || targets.ndim() == 0 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "inputs and targets need a sample axis; got shapes {:?} and {:?}",
+                    inputs.shape(),
+                    targets.shape()
+                ),
+            ));
+        }
+        if inputs.shape()[0] != targets.shape()[0] {
+            return Err(Error::ShapeMismatch {
+                op: OP,
+                lhs: inputs.shape().into(),
+                rhs: targets.shape().into(),
+                hint: " (inputs and targets must have the same first dimension)".into(),
+            });
+        }
+        Ok(TensorDataset {
+            inputs: inputs.compact(),
+            targets: targets.compact(),
+        })
+    }
+
+    pub fn inputs(&self) -> &NDArray {
+        &self.inputs
+    }
+
+    pub fn targets(&self) -> &NDArray {
+        &self.targets
+    }
+}
+
+impl Dataset for TensorDataset {
+    fn len(&self) -> usize {
+        self.inputs.shape()[0]
+    }
+
+    fn get_batch(&self, indices: &[usize]) -> Result<(NDArray, NDArray)> {
+        let n = self.len();
+        if let Some(&bad) = indices.iter().find(|&&i| i >= n) {
+            return Err(Error::IndexOutOfRange {
+                op: "TensorDataset::get_batch",
+                index: bad as isize,
+                axis: 0,
+                size: n,
+            });
+        }
+        Ok((
+            gather(&self.inputs, indices)?,
+            gather(&self.targets, indices)?,
+        ))
+    }
+}
+
+/// Rows `indices` of the contiguous array `a`, as a new contiguous array.
+fn gather(a: &NDArray, indices: &[usize]) -> Result<NDArray> {
+    let mut shape = a.shape().to_vec();
+    shape[0] = indices.len();
+    dispatch_dtype!(a.dtype(), T => {
+        let guard = a.read();
+        let all = T::slice(guard.cpu()).ok_or(Error::DTypeMismatch {
+            op: "TensorDataset::get_batch",
+            expected: a.dtype(),
+            got: guard.dtype(),
+        })?;
+        let row: usize = a.shape()[1..].iter().product();
+        // Contiguous (checked in `new`), so the elements are one run from the offset.
+        let data = all.get(a.offset()..a.offset() + a.numel()).ok_or_else(|| {
+            Error::invalid("TensorDataset::get_batch", "internal: array is not contiguous")
+        })?;
+        NDArray::from_vec(gather_rows::<T>(data, row, indices), &shape)
+    })
+}
+
+fn gather_rows<T: CpuElement>(data: &[T], row: usize, indices: &[usize]) -> Vec<T> {
+    // A pooled buffer: batches of one size are freed and taken again every step.
+    let mut out = quill_cpu::pool::take::<T>(row * indices.len());
+    if row > 0 {
+        for (dst, &i) in out.chunks_exact_mut(row).zip(indices) {
+            dst.copy_from_slice(&data[i * row..(i + 1) * row]);
+        }
+    }
+    out
+}
