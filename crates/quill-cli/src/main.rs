@@ -1,16 +1,24 @@
-//! The `quill` command. `quill` (or `quill demo`) runs the main job, for now a tour of
-//! zero-copy views; `quill bench copy` runs the copy-kernel benchmark against NumPy.
+//! The `quill` command. `quill` (or `quill train [options]`) runs the main job: training on
+//! MNIST; `quill demo` is a tour of zero-copy views; `quill bench ...` runs the benchmarks.
 
 mod bench;
 mod demo;
+mod train;
 
-const USAGE: &str =
-    "usage: quill [demo | bench copy [--rounds N] | bench ops [--rounds N] [--only matmul|elementwise|reduce]]";
+const USAGE: &str = "usage: quill [train [options] | demo | bench copy|ops|autograd [--rounds N]]
+  (quill --help-train lists the training options)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        None | Some("demo") => demo::run().map_err(|e| e.to_string()),
+        None => train::run(&[]),
+        Some("train") => train::run(&args[1..]),
+        Some(a) if a.starts_with("--") && a != "--help" && a != "--help-train" => train::run(&args),
+        Some("--help-train") => {
+            println!("{}", train::USAGE);
+            Ok(())
+        }
+        Some("demo") => demo::run().map_err(|e| e.to_string()),
         Some("bench") => bench::run(&args[1..]),
         Some("-h") | Some("--help") => {
             println!("{USAGE}");

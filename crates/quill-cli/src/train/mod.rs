@@ -1,0 +1,249 @@
+//! `quill train` (the default command): trains a model on MNIST-format data with a progress
+//! bar per epoch, a summary line per epoch, `metrics.csv`, `curves.png` and an atomic
+//! checkpoint after every epoch; `--resume` continues a run exactly.
+
+mod options;
+mod plot;
+
+pub use options::USAGE;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use options::Options;
+use plot::Row;
+use quill::data::{DataLoader, Mnist, Normalize, TensorDataset};
+use quill::nn::functional::{cross_entropy, Reduction};
+use quill::nn::{models, Flatten, Module, Sequential};
+use quill::optim::{Adam, AdamW, Optimizer, Sgd};
+use quill::tensor::{no_grad, Tensor};
+use quill::{s, NDArray};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+fn q<T>(r: quill::Result<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+fn build_model(o: &Options) -> Result<Sequential, String> {
+    match o.model.as_str() {
+        "mlp" => {
+            let body = q(models::mlp_resnet(784, 512, 3, 10, 0.1, o.seed))?;
+            Ok(Sequential::new().add(Flatten).add(body))
+        }
+        other => Err(format!("--model {other} is not available")),
+    }
+}
+
+fn build_optimizer(o: &Options, params: Vec<Tensor>) -> Result<Box<dyn Optimizer>, String> {
+    let lr = o.lr();
+    Ok(match o.optimizer.as_str() {
+        "sgd" => {
+            let sgd = q(Sgd::new(params, lr))?;
+            let sgd = q(q(sgd.momentum(0.9))?.nesterov(true))?;
+            Box::new(q(sgd.weight_decay(o.weight_decay))?)
+        }
+        "adamw" => Box::new(q(q(AdamW::new(params, lr))?.weight_decay(o.weight_decay))?),
+        _ => Box::new(q(q(Adam::new(params, lr))?.weight_decay(o.weight_decay))?),
+    })
+}
+
+/// Mean loss and accuracy of `model` over `loader`'s epoch 0 (no shuffling, eval mode).
+fn evaluate(model: &dyn Module, loader: &DataLoader) -> Result<(f64, f64), String> {
+    let _g = no_grad();
+    model.eval();
+    let (mut loss, mut correct, mut n) = (0.0, 0usize, 0usize);
+    for batch in loader.epoch(0) {
+        let (x, y) = q(batch)?;
+        let logits = q(model.forward(&Tensor::new(x)))?;
+        let l = q(cross_entropy(&logits, &y, 0.0, Reduction::Sum))?;
+        loss += q(l.item())?;
+        correct += count_correct(&logits, &y)?;
+        n += y.numel();
+    }
+    model.train();
+    Ok((loss / n.max(1) as f64, correct as f64 / n.max(1) as f64))
+}
+
+fn count_correct(logits: &Tensor, y: &NDArray) -> Result<usize, String> {
+    let pred = q(logits.array().argmax(Some(1), false))?;
+    let hits = q(q(pred.eq(y))?.sum(None, false))?;
+    Ok(q(hits.item::<i64>())? as usize)
+}
+
+fn meta_of(o: &Options, epoch: usize) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("epoch".to_string(), epoch.to_string()),
+        ("model".to_string(), o.model.clone()),
+        ("optimizer".to_string(), o.optimizer.clone()),
+        ("seed".to_string(), o.seed.to_string()),
+        ("batch_size".to_string(), o.batch_size.to_string()),
+    ])
+}
+
+fn save(o: &Options, model: &dyn Module, opt: &dyn Optimizer, epoch: usize) -> Result<(), String> {
+    let mut all: Vec<(String, NDArray)> = model
+        .state_dict()
+        .into_iter()
+        .map(|(n, a)| (format!("model.{n}"), a))
+        .collect();
+    all.extend(
+        opt.state_dict()
+            .into_iter()
+            .map(|(n, a)| (format!("optim.{n}"), a)),
+    );
+    q(quill::io::save_safetensors(
+        &o.checkpoint_path(),
+        &all,
+        &meta_of(o, epoch),
+    ))
+}
+
+/// Restores model and optimizer; returns the last finished epoch.
+fn resume(o: &Options, model: &dyn Module, opt: &mut dyn Optimizer) -> Result<usize, String> {
+    let path = o.checkpoint_path();
+    let (all, meta) = q(quill::io::load_safetensors(&path))?;
+    for key in ["model", "optimizer", "seed", "batch_size"] {
+        let want = meta_of(o, 0)[key].clone();
+        if meta.get(key) != Some(&want) {
+            return Err(format!(
+                "{}: the checkpoint was made with {key} = {:?}, this run has {want:?}; pass the same options to resume",
+                path.display(),
+                meta.get(key)
+            ));
+        }
+    }
+    let part = |p: &str| -> Vec<(String, NDArray)> {
+        all.iter()
+            .filter_map(|(n, a)| n.strip_prefix(p).map(|s| (s.to_string(), a.clone())))
+            .collect()
+    };
+    q(model.load_state_dict(&part("model.")))?;
+    q(opt.load_state_dict(&part("optim.")))?;
+    meta.get("epoch")
+        .and_then(|e| e.parse().ok())
+        .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let o = Options::parse(args).map_err(|e| format!("{e}\n{USAGE}"))?;
+    if let Some(t) = o.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build_global()
+            .map_err(|e| format!("--threads: {e}"))?;
+    }
+    let t0 = Instant::now();
+    let norm = || Normalize::new(&[0.1307], &[0.3081]);
+    let train = q(Mnist::load(&o.data, true))?;
+    let test = q(Mnist::load(&o.data, false))?;
+    let mut train_ds = q(train.into_dataset())?;
+    if let Some(n) = o.limit {
+        let n = n.min(train_ds.inputs().shape()[0]) as isize;
+        let (x, y) = (train_ds.inputs(), train_ds.targets());
+        train_ds = q(TensorDataset::new(
+            q(x.slice(&s![..n]))?,
+            q(y.slice(&s![..n]))?,
+        ))?;
+    }
+    let loader = q(DataLoader::new(train_ds, o.batch_size))?
+        .shuffle(true)
+        .seed(o.seed)
+        .transform(q(norm())?);
+    let test_loader = q(DataLoader::new(q(test.into_dataset())?, 1000))?.transform(q(norm())?);
+    let model = build_model(&o)?;
+    let mut opt = build_optimizer(&o, model.parameters())?;
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
+    let mut rows = Vec::new();
+    let mut start = 0;
+    if o.resume {
+        start = resume(&o, &model, opt.as_mut())?;
+        rows = plot::read_csv(&csv);
+        rows.retain(|r| r.epoch <= start);
+        println!(
+            "resumed from {} after epoch {start}",
+            o.checkpoint_path().display()
+        );
+    }
+    println!(
+        "training {} ({} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {}, {} threads; data loaded in {:.1} s",
+        o.model,
+        models::parameter_count(&model),
+        o.data.display(),
+        loader.dataset().len(),
+        test_loader.dataset().len(),
+        o.optimizer,
+        o.lr(),
+        o.batch_size,
+        rayon::current_num_threads(),
+        t0.elapsed().as_secs_f64()
+    );
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
+    )
+    .map_err(|e| e.to_string())?
+    .progress_chars("=> ");
+    for epoch in start + 1..=o.epochs {
+        let bar = ProgressBar::new(loader.len() as u64)
+            .with_style(style.clone())
+            .with_prefix(format!("epoch {epoch}/{}", o.epochs));
+        let t = Instant::now();
+        let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
+        model.train();
+        for batch in loader.epoch(epoch as u64 - 1) {
+            let (x, y) = q(batch)?;
+            let logits = q(model.forward(&Tensor::new(x)))?;
+            let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
+            opt.zero_grad();
+            q(loss.backward())?;
+            q(opt.step())?;
+            let n = y.numel();
+            loss_sum += q(loss.item())? * n as f64;
+            correct += count_correct(&logits, &y)?;
+            seen += n;
+            bar.inc(1);
+            bar.set_message(format!(
+                "loss {:.4} acc {:.2}% {:.0} samples/s",
+                loss_sum / seen as f64,
+                100.0 * correct as f64 / seen as f64,
+                seen as f64 / t.elapsed().as_secs_f64()
+            ));
+        }
+        bar.finish_and_clear();
+        let secs = t.elapsed().as_secs_f64();
+        let (test_loss, test_acc) = evaluate(&model, &test_loader)?;
+        let row = Row {
+            epoch,
+            train_loss: loss_sum / seen.max(1) as f64,
+            train_acc: correct as f64 / seen.max(1) as f64,
+            test_loss,
+            test_acc,
+            seconds: secs,
+            samples_per_s: seen as f64 / secs,
+        };
+        println!(
+            "epoch {epoch}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s",
+            o.epochs,
+            row.train_loss,
+            100.0 * row.train_acc,
+            row.test_loss,
+            100.0 * row.test_acc,
+            secs,
+            row.samples_per_s
+        );
+        rows.push(row);
+        plot::write_csv(&csv, &rows)?;
+        plot::write(&png, &rows)?;
+        save(&o, &model, opt.as_ref(), epoch)?;
+    }
+    if let Some(last) = rows.last() {
+        println!(
+            "done: test accuracy {:.2}% after {} epochs; {} and {} written, checkpoint {}",
+            100.0 * last.test_acc,
+            last.epoch,
+            csv.display(),
+            png.display(),
+            o.checkpoint_path().display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Containers: Sequential (modules in order) and Residual (`x + f(x)`).
+
+use super::module::{prefixed, Module};
+use crate::tensor::Tensor;
+use quill_core::Result;
+
+/// Runs its modules in order; parameters are named by position (`"0.weight"`).
+#[derive(Default)]
+pub struct Sequential {
+    pub layers: Vec<Box<dyn Module>>,
+}
+
+impl Sequential {
+    pub fn new() -> Sequential {
+        Sequential::default()
+    }
+    /// Appends a module (builder style).
+    pub fn add(mut self, m: impl Module + 'static) -> Sequential {
+        self.layers.push(Box::new(m));
+        self
+    }
+}
+
+impl Module for Sequential {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
+        for l in &self.layers {
+            h = l.forward(&h)?;
+        }
+        Ok(h)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut v = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            v.extend(prefixed(&i.to_string(), l.named_parameters()));
+        }
+        v
+    }
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        let mut v = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            v.extend(prefixed(&i.to_string(), l.named_buffers()));
+        }
+        v
+    }
+    fn set_training(&self, training: bool) {
+        for l in &self.layers {
+            l.set_training(training);
+        }
+    }
+}
+
+/// `x + f(x)`; parameters are named `"fn.*"` as needle's Residual.
+pub struct Residual {
+    pub inner: Box<dyn Module>,
+}
+
+impl Residual {
+    pub fn new(inner: impl Module + 'static) -> Residual {
+        Residual {
+            inner: Box::new(inner),
+        }
+    }
+}
+
+impl Module for Residual {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.add(&self.inner.forward(x)?)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        prefixed("fn", self.inner.named_parameters())
+    }
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        prefixed("fn", self.inner.named_buffers())
+    }
+    fn set_training(&self, training: bool) {
+        self.inner.set_training(training)
+    }
+}

@@ -1,0 +1,196 @@
+//! Normalisation and regularisation layers: BatchNorm1d / BatchNorm2d (batch statistics in
+//! training, running statistics in eval, PyTorch's momentum convention), LayerNorm, Dropout.
+
+use super::module::Module;
+use crate::tensor::{no_grad, Tensor};
+use crate::NDArray;
+use quill_core::{DType, Error, Result};
+use std::cell::Cell;
+
+/// Batch normalisation over every dim but the channel dim 1: (N, C) for `new_1d`, (N, C, H, W)
+/// for `new_2d`. `running = (1 - momentum) * running + momentum * batch` (the variance
+/// unbiased), as PyTorch.
+pub struct BatchNorm {
+    pub weight: Tensor,
+    pub bias: Tensor,
+    pub running_mean: Tensor,
+    pub running_var: Tensor,
+    pub eps: f64,
+    pub momentum: f64,
+    rank: usize,
+    training: Cell<bool>,
+}
+
+pub type BatchNorm1d = BatchNorm;
+pub type BatchNorm2d = BatchNorm;
+
+impl BatchNorm {
+    pub fn new_1d(channels: usize) -> Result<BatchNorm> {
+        BatchNorm::new(channels, 2)
+    }
+    pub fn new_2d(channels: usize) -> Result<BatchNorm> {
+        BatchNorm::new(channels, 4)
+    }
+    fn new(c: usize, rank: usize) -> Result<BatchNorm> {
+        Ok(BatchNorm {
+            weight: Tensor::from_array(NDArray::ones(&[c], DType::F32)?, true)?,
+            bias: Tensor::from_array(NDArray::zeros(&[c], DType::F32)?, true)?,
+            running_mean: Tensor::zeros(&[c], DType::F32)?,
+            running_var: Tensor::ones(&[c], DType::F32)?,
+            eps: 1e-5,
+            momentum: 0.1,
+            rank,
+            training: Cell::new(true),
+        })
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let c = self.weight.shape()[0];
+        if x.ndim() != self.rank || x.shape()[1] != c {
+            return Err(Error::ShapeMismatch {
+                op: if self.rank == 2 {
+                    "BatchNorm1d"
+                } else {
+                    "BatchNorm2d"
+                },
+                lhs: x.shape().into(),
+                rhs: vec![c].into(),
+                hint: format!(" (expected rank {} with {c} channels in dim 1)", self.rank),
+            });
+        }
+        let axes: Vec<isize> = (0..self.rank as isize).filter(|&a| a != 1).collect();
+        let mut pshape = vec![1isize; self.rank];
+        pshape[1] = c as isize;
+        let (mean, var) = if self.training.get() {
+            let mean = x.mean(Some(&axes), true)?;
+            let var = x.sub(&mean)?.square()?.mean(Some(&axes), true)?;
+            let n = x.numel() / c.max(1);
+            let _g = no_grad();
+            let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;
+            let m = self.momentum;
+            for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &unbiased)] {
+                let b = batch.array().reshape(&[-1])?.mul_scalar(m)?;
+                run.array().mul_scalar_assign(1.0 - m)?;
+                run.array().add_assign(&b)?;
+            }
+            (mean, var)
+        } else {
+            (
+                self.running_mean.reshape(&pshape)?,
+                self.running_var.reshape(&pshape)?,
+            )
+        };
+        let xhat = x.sub(&mean)?.div(&var.add_scalar(self.eps)?.sqrt()?)?;
+        xhat.mul(&self.weight.reshape(&pshape)?)?
+            .add(&self.bias.reshape(&pshape)?)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        vec![
+            ("weight".into(), self.weight.clone()),
+            ("bias".into(), self.bias.clone()),
+        ]
+    }
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        vec![
+            ("running_mean".into(), self.running_mean.clone()),
+            ("running_var".into(), self.running_var.clone()),
+        ]
+    }
+    fn set_training(&self, training: bool) {
+        self.training.set(training)
+    }
+}
+
+/// Normalises over the last dim (biased variance), then scales and shifts.
+pub struct LayerNorm {
+    pub weight: Tensor,
+    pub bias: Tensor,
+    pub eps: f64,
+}
+
+impl LayerNorm {
+    pub fn new(dim: usize) -> Result<LayerNorm> {
+        Ok(LayerNorm {
+            weight: Tensor::from_array(NDArray::ones(&[dim], DType::F32)?, true)?,
+            bias: Tensor::from_array(NDArray::zeros(&[dim], DType::F32)?, true)?,
+            eps: 1e-5,
+        })
+    }
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let d = self.weight.shape()[0];
+        if x.ndim() == 0 || x.shape()[x.ndim() - 1] != d {
+            return Err(Error::ShapeMismatch {
+                op: "LayerNorm",
+                lhs: x.shape().into(),
+                rhs: vec![d].into(),
+                hint: " (the last dim must be the normalised dim)".into(),
+            });
+        }
+        let mean = x.mean(Some(&[-1]), true)?;
+        let c = x.sub(&mean)?;
+        let var = c.square()?.mean(Some(&[-1]), true)?;
+        c.div(&var.add_scalar(self.eps)?.sqrt()?)?
+            .mul(&self.weight)?
+            .add(&self.bias)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        vec![
+            ("weight".into(), self.weight.clone()),
+            ("bias".into(), self.bias.clone()),
+        ]
+    }
+}
+
+/// Zeroes each element with probability `p` in training and scales the rest by 1/(1-p);
+/// the identity in eval. The mask of the k-th call comes from `seed` and k, and k is a buffer
+/// (`"calls"`), so a resumed checkpoint draws the same masks as an uninterrupted run.
+pub struct Dropout {
+    pub p: f64,
+    seed: u64,
+    calls: Tensor,
+    training: Cell<bool>,
+}
+
+impl Dropout {
+    pub fn new(p: f64, seed: u64) -> Result<Dropout> {
+        if !(0.0..1.0).contains(&p) {
+            return Err(Error::InvalidArgument {
+                op: "Dropout",
+                msg: format!("p must lie in [0, 1), got {p}"),
+            });
+        }
+        Ok(Dropout {
+            p,
+            seed,
+            calls: Tensor::zeros(&[], DType::I64)?,
+            training: Cell::new(true),
+        })
+    }
+}
+
+impl Module for Dropout {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if !self.training.get() || self.p == 0.0 {
+            return Ok(x.clone());
+        }
+        let k = self.calls.array().item::<i64>()?;
+        self.calls.array().assign_scalar(k.wrapping_add(1))?;
+        let s = self
+            .seed
+            .wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let keep = NDArray::rand(x.shape(), s, DType::F32)?.ge_scalar(self.p)?;
+        let mask = keep.astype(x.dtype()).mul_scalar(1.0 / (1.0 - self.p))?;
+        x.mul(&Tensor::new(mask))
+    }
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        vec![("calls".into(), self.calls.clone())]
+    }
+    fn set_training(&self, training: bool) {
+        self.training.set(training)
+    }
+}
