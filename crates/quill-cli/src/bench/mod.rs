@@ -5,14 +5,16 @@ mod autograd;
 mod copy;
 mod ops;
 mod peer;
+mod train;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("copy") | None => copy::run(&args[args.len().min(1)..]),
         Some("ops") => ops::run(&args[1..]),
         Some("autograd") => autograd::run(&args[1..]),
+        Some("train") => train::run(&args[1..]),
         Some(other) => Err(format!(
-            "unknown benchmark '{other}'; available: copy, ops, autograd"
+            "unknown benchmark '{other}'; available: copy, ops, autograd, train"
         )),
     }
 }

@@ -123,6 +123,52 @@ fn resume(o: &Options, model: &dyn Module, opt: &mut dyn Optimizer) -> Result<us
         .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
 }
 
+/// One epoch of training; returns (summed loss, correct predictions, samples).
+pub fn train_epoch(
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    loader: &DataLoader,
+    epoch: usize,
+    bar: &ProgressBar,
+) -> Result<(f64, usize, usize), String> {
+    let t = Instant::now();
+    let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
+    model.train();
+    for batch in loader.epoch(epoch as u64 - 1) {
+        let (x, y) = q(batch)?;
+        let logits = q(model.forward(&Tensor::new(x)))?;
+        let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
+        opt.zero_grad();
+        q(loss.backward())?;
+        q(opt.step())?;
+        let n = y.numel();
+        loss_sum += q(loss.item())? * n as f64;
+        correct += count_correct(&logits, &y)?;
+        seen += n;
+        bar.inc(1);
+        bar.set_message(format!(
+            "loss {:.4} acc {:.2}% {:.0} samples/s",
+            loss_sum / seen as f64,
+            100.0 * correct as f64 / seen as f64,
+            seen as f64 / t.elapsed().as_secs_f64()
+        ));
+    }
+    Ok((loss_sum, correct, seen))
+}
+
+/// The training set loader and model the main job uses with default options (for `bench`).
+pub fn default_setup() -> Result<(Sequential, Box<dyn Optimizer>, DataLoader), String> {
+    let o = Options::default();
+    let train = q(Mnist::load(&o.data, true))?;
+    let loader = q(DataLoader::new(q(train.into_dataset())?, o.batch_size))?
+        .shuffle(true)
+        .seed(o.seed)
+        .transform(q(Normalize::new(&[0.1307], &[0.3081]))?);
+    let model = build_model(&o)?;
+    let opt = build_optimizer(&o, model.parameters())?;
+    Ok((model, opt, loader))
+}
+
 pub fn run(args: &[String]) -> Result<(), String> {
     let o = Options::parse(args).map_err(|e| format!("{e}\n{USAGE}"))?;
     if let Some(t) = o.threads {
@@ -187,27 +233,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .with_style(style.clone())
             .with_prefix(format!("epoch {epoch}/{}", o.epochs));
         let t = Instant::now();
-        let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
-        model.train();
-        for batch in loader.epoch(epoch as u64 - 1) {
-            let (x, y) = q(batch)?;
-            let logits = q(model.forward(&Tensor::new(x)))?;
-            let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
-            opt.zero_grad();
-            q(loss.backward())?;
-            q(opt.step())?;
-            let n = y.numel();
-            loss_sum += q(loss.item())? * n as f64;
-            correct += count_correct(&logits, &y)?;
-            seen += n;
-            bar.inc(1);
-            bar.set_message(format!(
-                "loss {:.4} acc {:.2}% {:.0} samples/s",
-                loss_sum / seen as f64,
-                100.0 * correct as f64 / seen as f64,
-                seen as f64 / t.elapsed().as_secs_f64()
-            ));
-        }
+        let (loss_sum, correct, seen) = train_epoch(&model, opt.as_mut(), &loader, epoch, &bar)?;
         bar.finish_and_clear();
         let secs = t.elapsed().as_secs_f64();
         let (test_loss, test_acc) = evaluate(&model, &test_loader)?;
