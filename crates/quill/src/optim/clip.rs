@@ -1,0 +1,90 @@
+//! Gradient clipping by the global L2 norm (`torch.nn.utils.clip_grad_norm_`).
+
+use crate::{NDArray, Tensor};
+use quill_core::{DType, Error, Result};
+
+/// The L2 norm of all the gradients of `params` together, computed in f64 (parameters without
+/// a gradient count as zero). When `max_norm / (norm + 1e-6) < 1` every gradient is scaled by
+/// that factor, as PyTorch does, and the norm before clipping is returned.
+///
+/// The scaled gradients are new arrays given to `set_grad`, not writes into the old ones: a
+/// gradient array may be shared (the same array reaches both inputs of an `add`, or is the
+/// seed the caller passed to `backward_with`), and scaling it in place would scale it twice or
+/// change the caller's array. A non-finite norm is returned with the gradients untouched
+/// (PyTorch would turn them into NaN), so the caller can skip the step.
+pub fn clip_grad_norm(params: &[Tensor], max_norm: f64) -> Result<f64> {
+    const OP: &str = "clip_grad_norm";
+    if max_norm.is_nan() || max_norm < 0.0 {
+        return Err(Error::invalid(
+            OP,
+            format!("max_norm must be >= 0, got {max_norm}"),
+        ));
+    }
+    let grads: Vec<(&Tensor, Tensor)> = params
+        .iter()
+        .filter_map(|p| p.grad().map(|g| (p, g)))
+        .collect();
+    let mut total = 0.0;
+    for (_, g) in &grads {
+        total += sum_squares(OP, g.array())?;
+    }
+    let norm = total.sqrt();
+    let coef = max_norm / (norm + 1e-6);
+    if norm.is_finite() && coef < 1.0 {
+        for (p, g) in grads {
+            p.set_grad(Some(Tensor::new(g.array().mul_scalar(coef)?)))?;
+        }
+    }
+    Ok(norm)
+}
+
+/// Sum of squares of the elements, in f64, with eight partial sums (so the loop vectorises
+/// and the result does not depend on anything but the data).
+fn sum_squares(op: &'static str, a: &NDArray) -> Result<f64> {
+    if !a.dtype().is_float() {
+        return Err(Error::invalid(
+            op,
+            format!("gradients must be floating point, got {}", a.dtype()),
+        ));
+    }
+    let a = if a.is_contiguous() && matches!(a.dtype(), DType::F32 | DType::F64) {
+        a.clone()
+    } else {
+        a.astype(DType::F64)
+    };
+    let n = a.numel();
+    let (off, guard) = (a.offset(), a.read());
+    let storage = guard.cpu();
+    let missing = || Error::invalid(op, "internal: gradient buffer shorter than its layout");
+    Ok(match a.dtype() {
+        DType::F32 => {
+            let s = <f32 as quill_cpu::CpuElement>::slice(storage)
+                .and_then(|v| v.get(off..off + n))
+                .ok_or_else(missing)?;
+            fold(s)
+        }
+        _ => {
+            let s = <f64 as quill_cpu::CpuElement>::slice(storage)
+                .and_then(|v| v.get(off..off + n))
+                .ok_or_else(missing)?;
+            fold(s)
+        }
+    })
+}
+
+fn fold<T: Copy + Into<f64>>(s: &[T]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let chunks = s.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            let x: f64 = x.into();
+            *a += x * x;
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(tail) {
+        let x: f64 = x.into();
+        *a += x * x;
+    }
+    acc.iter().sum()
+}

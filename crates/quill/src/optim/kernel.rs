@@ -1,0 +1,146 @@
+//! The fused update driver shared by the optimizers: it brings a parameter, its gradient and
+//! its state buffers to contiguous buffers of one compute dtype, then runs an optimizer's
+//! per-element rule over them in a single pass. The rules themselves live with their
+//! optimizers (`sgd.rs`, `adam.rs`); this file owns the buffer plumbing.
+
+use crate::NDArray;
+use quill_core::{DType, Error, Result};
+use quill_cpu::CpuElement;
+use std::ops::{Add, Div, Mul, Sub};
+
+/// The element types the update rules run in: f64 params update in f64, every other float
+/// dtype (f32, f16, bf16) in f32.
+pub(crate) trait Float:
+    CpuElement
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + PartialOrd
+{
+    fn sqrt(self) -> Self;
+}
+
+impl Float for f32 {
+    #[inline]
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+}
+impl Float for f64 {
+    #[inline]
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+}
+
+/// One optimizer's per-element rule: updates `p` from `g` and the state buffers (each as long
+/// as `p`), all in one pass. Hyper-parameters are converted to `T` once per call, as PyTorch
+/// converts its scalar arguments to the tensor's dtype.
+pub(crate) trait Rule {
+    fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]);
+}
+
+/// The dtype a parameter of dtype `dtype` is updated in (and its state is kept in).
+pub(crate) fn compute_dtype(op: &'static str, dtype: DType) -> Result<DType> {
+    match dtype {
+        DType::F64 => Ok(DType::F64),
+        DType::F32 | DType::F16 | DType::BF16 => Ok(DType::F32),
+        other => Err(Error::invalid(
+            op,
+            format!("only floating-point parameters can be optimized, got a {other} parameter"),
+        )),
+    }
+}
+
+/// A zero-filled state buffer for `param` (contiguous, of the compute dtype).
+pub(crate) fn zeros_for(op: &'static str, param: &NDArray) -> Result<NDArray> {
+    NDArray::zeros(param.shape(), compute_dtype(op, param.dtype())?)
+}
+
+/// A private contiguous copy of `src` in the compute dtype of `param` (for state that must not
+/// alias anything the caller holds).
+pub(crate) fn copy_for(op: &'static str, param: &NDArray, src: &NDArray) -> Result<NDArray> {
+    Ok(src.astype(compute_dtype(op, param.dtype())?))
+}
+
+/// Applies `rule` to `param` (written in place) given `grad` and the param's `state` buffers,
+/// which must be contiguous arrays of the compute dtype with the param's shape, owned by the
+/// optimizer. A param that is already contiguous in its compute dtype is updated directly in
+/// its buffer (the model sees the change through the shared buffer); any other param is
+/// updated in a compact copy that is then written back.
+pub(crate) fn apply(
+    op: &'static str,
+    rule: &impl Rule,
+    param: &NDArray,
+    grad: &NDArray,
+    state: &[&NDArray],
+) -> Result<()> {
+    if grad.shape() != param.shape() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: param.shape().into(),
+            rhs: grad.shape().into(),
+            hint: " (parameter vs its gradient)".into(),
+        });
+    }
+    let cd = compute_dtype(op, param.dtype())?;
+    let direct = param.dtype() == cd && param.is_contiguous();
+    let work = if direct {
+        param.clone()
+    } else {
+        param.astype(cd)
+    };
+    // A gradient that is strided (a broadcast view, say), of another dtype, or that shares the
+    // param's buffer (which the pass writes while reading the gradient) is copied first.
+    let grad = if grad.dtype() == cd && grad.is_contiguous() && !grad.shares_storage_with(&work) {
+        grad.clone()
+    } else {
+        grad.astype(cd)
+    };
+    match cd {
+        DType::F64 => run_typed::<f64>(op, rule, &work, &grad, state)?,
+        _ => run_typed::<f32>(op, rule, &work, &grad, state)?,
+    }
+    if !direct {
+        param.assign(&work)?;
+    }
+    Ok(())
+}
+
+fn internal(op: &'static str, what: &str) -> Error {
+    Error::invalid(
+        op,
+        format!("internal: {what} is not a contiguous buffer of the compute dtype"),
+    )
+}
+
+fn run_typed<T: Float>(
+    op: &'static str,
+    rule: &impl Rule,
+    param: &NDArray,
+    grad: &NDArray,
+    state: &[&NDArray],
+) -> Result<()> {
+    let n = param.numel();
+    let g_guard = grad.read();
+    let g = T::slice(g_guard.cpu())
+        .and_then(|v| v.get(grad.offset()..grad.offset() + n))
+        .ok_or_else(|| internal(op, "the gradient"))?;
+    let mut s_guards: Vec<_> = state.iter().map(|s| s.write()).collect();
+    let mut s: Vec<&mut [T]> = Vec::with_capacity(state.len());
+    for (guard, arr) in s_guards.iter_mut().zip(state) {
+        let off = arr.offset();
+        let slice = T::slice_mut(guard.cpu_mut())
+            .and_then(|v| v.get_mut(off..off + n))
+            .filter(|_| arr.is_contiguous() && arr.numel() == n)
+            .ok_or_else(|| internal(op, "a state buffer"))?;
+        s.push(slice);
+    }
+    let mut p_guard = param.write();
+    let p = T::slice_mut(p_guard.cpu_mut())
+        .and_then(|v| v.get_mut(param.offset()..param.offset() + n))
+        .ok_or_else(|| internal(op, "the parameter"))?;
+    rule.run(p, g, &mut s);
+    Ok(())
+}
