@@ -37,6 +37,20 @@ fn check_labels(op: &'static str, logits: &Tensor, labels: &NDArray) -> Result<(
             got: labels.dtype(),
         });
     }
+    // Class indices must lie in [0, C): a negative label would otherwise wrap (Python-style
+    // indexing) and silently score the wrong class. PyTorch rejects both.
+    let c = logits.shape()[1] as i64;
+    if labels.numel() > 0 {
+        let lo = labels.min(None, false)?.item::<i64>()?;
+        let hi = labels.max(None, false)?.item::<i64>()?;
+        if lo < 0 || hi >= c {
+            let bad = if lo < 0 { lo } else { hi };
+            return Err(Error::InvalidArgument {
+                op,
+                msg: format!("label {bad} is out of range for {c} classes"),
+            });
+        }
+    }
     Ok(())
 }
 
@@ -85,14 +99,19 @@ pub fn l1_loss(pred: &Tensor, target: &Tensor, reduction: Reduction) -> Result<T
 }
 
 /// `BCEWithLogits`: `max(x, 0) - x * y + log(1 + exp(-|x|))`, stable for any logit.
+///
+/// `max(x, 0)` is written `(x + |x|) / 2` so that the subgradients of `|x|` at 0 cancel and
+/// the gradient at a zero logit is the true `sigmoid(0) - y` (ReLU's `relu'(0) = 0` would give
+/// `-y`).
 pub fn binary_cross_entropy_with_logits(
     logits: &Tensor,
     target: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    let a = logits.abs()?;
     let l = logits
-        .relu()?
-        .sub(&logits.mul(target)?)?
-        .add(&logits.abs()?.neg()?.exp()?.log1p()?)?;
+        .mul(&target.rsub_scalar(0.5)?)?
+        .add(&a.mul_scalar(0.5)?)?
+        .add(&a.neg()?.exp()?.log1p()?)?;
     reduce(l, reduction)
 }
