@@ -32,7 +32,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let (mut ours, mut pt) = (Vec::new(), Vec::new());
     for r in 0..rounds {
         let t = Instant::now();
-        train_epoch(&model, opt.as_mut(), &loader, r + 1, &ProgressBar::hidden())?;
+        train_epoch(
+            &model,
+            opt.as_mut(),
+            &loader,
+            r + 1,
+            None,
+            &ProgressBar::hidden(),
+        )?;
         ours.push(t.elapsed().as_secs_f64());
         if let (Some(p), true) = (peer.as_mut(), has_torch) {
             pt.extend(p.run("epoch torch", 1).unwrap_or_default());

@@ -13,7 +13,7 @@ use plot::Row;
 use quill::data::{DataLoader, Mnist, Normalize, TensorDataset};
 use quill::nn::functional::{cross_entropy, Reduction};
 use quill::nn::{models, Flatten, Module, Sequential};
-use quill::optim::{Adam, AdamW, Optimizer, Sgd};
+use quill::optim::{apply_schedule, Adam, AdamW, CosineLr, LrSchedule, Optimizer, Sgd};
 use quill::tensor::{no_grad, Tensor};
 use quill::{s, NDArray};
 use std::collections::BTreeMap;
@@ -123,18 +123,33 @@ fn resume(o: &Options, model: &dyn Module, opt: &mut dyn Optimizer) -> Result<us
         .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
 }
 
+/// The first `n` samples of `ds` (all when `None`).
+fn limit(ds: TensorDataset, n: Option<usize>) -> Result<TensorDataset, String> {
+    let Some(n) = n else { return Ok(ds) };
+    let n = n.min(ds.inputs().shape()[0]) as isize;
+    q(TensorDataset::new(
+        q(ds.inputs().slice(&s![..n]))?,
+        q(ds.targets().slice(&s![..n]))?,
+    ))
+}
+
 /// One epoch of training; returns (summed loss, correct predictions, samples).
 pub fn train_epoch(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
     loader: &DataLoader,
     epoch: usize,
+    schedule: Option<&dyn LrSchedule>,
     bar: &ProgressBar,
 ) -> Result<(f64, usize, usize), String> {
     let t = Instant::now();
     let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
     model.train();
-    for batch in loader.epoch(epoch as u64 - 1) {
+    let first_step = (epoch - 1) * loader.len();
+    for (i, batch) in loader.epoch(epoch as u64 - 1).enumerate() {
+        if let Some(sc) = schedule {
+            apply_schedule(opt, sc, first_step + i);
+        }
         let (x, y) = q(batch)?;
         let logits = q(model.forward(&Tensor::new(x)))?;
         let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
@@ -181,24 +196,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let norm = || Normalize::new(&[0.1307], &[0.3081]);
     let train = q(Mnist::load(&o.data, true))?;
     let test = q(Mnist::load(&o.data, false))?;
-    let mut train_ds = q(train.into_dataset())?;
-    if let Some(n) = o.limit {
-        let n = n.min(train_ds.inputs().shape()[0]) as isize;
-        let (x, y) = (train_ds.inputs(), train_ds.targets());
-        train_ds = q(TensorDataset::new(
-            q(x.slice(&s![..n]))?,
-            q(y.slice(&s![..n]))?,
-        ))?;
-    }
+    let train_ds = limit(q(train.into_dataset())?, o.limit)?;
     let loader = q(DataLoader::new(train_ds, o.batch_size))?
         .shuffle(true)
         .seed(o.seed)
         .transform(q(norm())?);
-    let test_loader = q(DataLoader::new(q(test.into_dataset())?, 1000))?.transform(q(norm())?);
+    let test_ds = limit(q(test.into_dataset())?, o.limit)?;
+    let test_loader = q(DataLoader::new(test_ds, 1000))?.transform(q(norm())?);
     let model = build_model(&o)?;
     let mut opt = build_optimizer(&o, model.parameters())?;
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
     let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
+    // Cosine decay from the base rate to 0 over every step of the run.
+    let schedule = match o.schedule.as_str() {
+        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * loader.len(), 0.0))?),
+        _ => None,
+    };
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
@@ -233,7 +246,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .with_style(style.clone())
             .with_prefix(format!("epoch {epoch}/{}", o.epochs));
         let t = Instant::now();
-        let (loss_sum, correct, seen) = train_epoch(&model, opt.as_mut(), &loader, epoch, &bar)?;
+        let (loss_sum, correct, seen) = train_epoch(
+            &model,
+            opt.as_mut(),
+            &loader,
+            epoch,
+            schedule.as_ref().map(|s| s as &dyn LrSchedule),
+            &bar,
+        )?;
         bar.finish_and_clear();
         let secs = t.elapsed().as_secs_f64();
         let (test_loss, test_acc) = evaluate(&model, &test_loader)?;

@@ -9,6 +9,7 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --batch-size N           batch size (default 128)
   --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd)
   --optimizer adam|adamw|sgd   optimizer (default adam; sgd uses momentum 0.9, nesterov)
+  --schedule cosine|none   learning-rate schedule over all steps (default cosine, to 0)
   --weight-decay X         weight decay (default 0.0001)
   --seed N                 seed for init, shuffling and dropout (default 0)
   --data DIR               dataset directory with the four IDX .gz files (default data/mnist;
@@ -17,7 +18,7 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --out DIR                where metrics.csv, curves.png and the checkpoint go (default runs)
   --checkpoint PATH        checkpoint file (default OUT/checkpoint.safetensors)
   --resume                 continue from the checkpoint
-  --limit N                train on the first N samples only (quick runs)";
+  --limit N                use only the first N train and test samples (quick runs)";
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -26,6 +27,7 @@ pub struct Options {
     pub batch_size: usize,
     pub lr: Option<f64>,
     pub optimizer: String,
+    pub schedule: String,
     pub weight_decay: f64,
     pub seed: u64,
     pub data: PathBuf,
@@ -44,6 +46,7 @@ impl Default for Options {
             batch_size: 128,
             lr: None,
             optimizer: "adam".into(),
+            schedule: "cosine".into(),
             weight_decay: 1e-4,
             seed: 0,
             data: "data/mnist".into(),
@@ -94,6 +97,15 @@ impl Options {
                         return Err(format!(
                             "--optimizer: '{}' is not adam, adamw or sgd",
                             o.optimizer
+                        ));
+                    }
+                }
+                "--schedule" => {
+                    o.schedule = value(a, it.next(), "cosine or none")?;
+                    if o.schedule != "cosine" && o.schedule != "none" {
+                        return Err(format!(
+                            "--schedule: '{}' is not cosine or none",
+                            o.schedule
                         ));
                     }
                 }

@@ -14,7 +14,8 @@ impl Sequential {
     pub fn new() -> Sequential {
         Sequential::default()
     }
-    /// Appends a module (builder style).
+    /// Appends a module (builder style). Not `std::ops::Add`: adding a layer is not a sum.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, m: impl Module + 'static) -> Sequential {
         self.layers.push(Box::new(m));
         self
