@@ -3,15 +3,19 @@
 
 mod activation;
 mod container;
+mod conv;
 pub mod functional;
 pub mod init;
 mod linear;
 pub mod models;
 mod module;
 mod norm;
+mod pool;
 
 pub use activation::{Flatten, Identity, ReLU, Sigmoid, Softmax, Tanh, GELU};
 pub use container::{Residual, Sequential};
+pub use conv::Conv2d;
 pub use linear::{Embedding, Linear};
 pub use module::Module;
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, Dropout, LayerNorm};
+pub use pool::{AvgPool2d, MaxPool2d};

@@ -1,6 +1,8 @@
 //! The models the main job trains: needle's MLPResNet and a small CNN for MNIST.
 
-use super::{BatchNorm, Dropout, Linear, Module, ReLU, Residual, Sequential};
+use super::{
+    BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Module, ReLU, Residual, Sequential,
+};
 use quill_core::Result;
 
 /// needle's ResidualBlock: `ReLU(x + norm(Linear(drop(ReLU(norm(Linear(x)))))))`.
@@ -42,4 +44,30 @@ pub fn mlp_resnet(
 /// The number of scalars in `m`'s parameters.
 pub fn parameter_count(m: &dyn Module) -> usize {
     m.parameters().iter().map(|p| p.numel()).sum()
+}
+
+/// A small CNN for MNIST, input (N, 1, 28, 28) -> logits (N, 10): two blocks of
+/// `Conv2d(3x3, pad 1, no bias: BatchNorm's shift replaces it) -> BatchNorm2d -> ReLU ->
+/// MaxPool2d(2)` (16 then 32 channels, 28 -> 14 -> 7), then `Flatten -> Linear(32*7*7, 128) ->
+/// ReLU -> Dropout(0.25) -> Linear(128, 10)`; 206,970 parameters. The widths are half the
+/// common 32 / 64 because the second conv's matmul dominates a step and costs 4x less at this
+/// width (a batch of 128 forward + backward took about 0.3 s on a loaded 2-core machine,
+/// against 0.7 s at 32 / 64); CNNs of this shape typically pass 99% on MNIST in a few epochs.
+pub fn small_cnn(seed: u64) -> Result<Sequential> {
+    let (c1, c2) = (16, 32);
+    let conv3x3 = |i, o, s| Conv2d::new(i, o, 3, 1, 1, 1, false, s);
+    Ok(Sequential::new()
+        .add(conv3x3(1, c1, seed)?)
+        .add(BatchNorm::new_2d(c1)?)
+        .add(ReLU)
+        .add(MaxPool2d::new(2, 2)?)
+        .add(conv3x3(c1, c2, seed.wrapping_add(1))?)
+        .add(BatchNorm::new_2d(c2)?)
+        .add(ReLU)
+        .add(MaxPool2d::new(2, 2)?)
+        .add(Flatten)
+        .add(Linear::new(c2 * 7 * 7, 128, true, seed.wrapping_add(2))?)
+        .add(ReLU)
+        .add(Dropout::new(0.25, seed.wrapping_add(3))?)
+        .add(Linear::new(128, 10, true, seed.wrapping_add(4))?))
 }
