@@ -29,6 +29,7 @@ fn build_model(o: &Options) -> Result<Sequential, String> {
             let body = q(models::mlp_resnet(784, 512, 3, 10, 0.1, o.seed))?;
             Ok(Sequential::new().add(Flatten).add(body))
         }
+        "cnn" => q(models::small_cnn(o.seed)),
         other => Err(format!("--model {other} is not available")),
     }
 }

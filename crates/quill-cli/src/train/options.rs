@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 pub const USAGE: &str = "usage: quill [train] [options]
-  --model mlp|cnn          model (default mlp: needle's MLPResNet, hidden 512, 3 blocks)
+  --model mlp|cnn          model (default mlp: needle's MLPResNet, hidden 512, 3 blocks;
+                           cnn: 2 conv blocks, slow on CPU today: ~2.5 min per epoch)
   --epochs N               epochs (default 8)
   --batch-size N           batch size (default 128)
   --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd)

@@ -57,9 +57,14 @@ impl Tensor {
         self.sub(&self.logsumexp(Some(&[axis]), true)?)
     }
 
-    /// `exp(x) / sum(exp(x))` along `axis`, stably.
+    /// `exp(x - m) / sum(exp(x - m))` along `axis` with `m` the (constant) maximum: exact for
+    /// large logits, where `exp(log_softmax)` would inherit logsumexp's rounding.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        self.log_softmax(axis)?.exp()
+        let m = self.array().max(Some(&[axis]), true)?;
+        let finite = m.isfinite()?;
+        let m = NDArray::where_(&finite, &m, &NDArray::zeros(&[], m.dtype())?)?;
+        let e = self.sub(&Tensor::new(m))?.exp()?;
+        e.div(&e.sum(Some(&[axis]), true)?)
     }
 }
 
