@@ -567,9 +567,8 @@ fn take_along_axis_matches_reference() {
         let got = src.take_along_axis(&index, axis).unwrap();
         let out_shape: Vec<usize> = (0..rank)
             .map(|d| {
-                if d == ax {
-                    ishape[d]
-                } else if sshape[d] == 1 {
+                // The index's length on the axis; elsewhere the broadcast of both.
+                if d == ax || sshape[d] == 1 {
                     ishape[d]
                 } else {
                     sshape[d]
