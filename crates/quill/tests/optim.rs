@@ -738,3 +738,46 @@ fn constructor_errors_are_typed() -> Result<()> {
     Adam::new(vec![p()], 0.0)?.betas(0.0, 0.0)?.eps(0.0)?;
     Ok(())
 }
+
+/// A parameter large enough to be split across threads (> 2 x 32 Ki elements, not a multiple
+/// of the piece size): every piece is updated as the reference loop does, in f64 and in f32.
+#[test]
+fn large_parameters_split_across_threads_match_reference() -> Result<()> {
+    let n = 3 * (1 << 15) + 77;
+    for dtype in [DType::F64, DType::F32] {
+        let p0: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f64 / 500.0 - 1.0)
+            .collect();
+        let param = Tensor::from_array(NDArray::from_vec(p0.clone(), &[n])?.astype(dtype), true)?;
+        let mut opt = AdamW::new(vec![param.clone()], 0.01)?.weight_decay(0.1)?;
+        let mut reference = adam_ref(AdamRef {
+            lr: 0.01,
+            b1: 0.9,
+            b2: 0.999,
+            eps: 1e-8,
+            wd: 0.1,
+            decoupled: true,
+        });
+        let mut want = values(&param);
+        for step in 0..3 {
+            let g: Vec<f64> = (0..n)
+                .map(|i| (((i + step) * 31) % 17) as f64 / 8.0 - 1.0)
+                .collect();
+            let ga = NDArray::from_vec(g.clone(), &[n])?.astype(dtype);
+            param.set_grad(Some(Tensor::new(ga)))?;
+            opt.step()?;
+            let g_used: Vec<f64> = NDArray::from_vec(g, &[n])?
+                .astype(dtype)
+                .astype(DType::F64)
+                .to_vec::<f64>()?;
+            reference(0, &mut want, &g_used);
+            assert_close(
+                &values(&param),
+                &want,
+                dtype,
+                &format!("{dtype} step {step}"),
+            );
+        }
+    }
+    Ok(())
+}

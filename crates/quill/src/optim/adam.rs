@@ -134,6 +134,7 @@ fn lerp<T: Float>(a: T, b: T, w: T, small: bool, one: T) -> T {
 }
 
 impl Rule for AdamRule {
+    #[inline(always)]
     fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
         let [m, v] = state else { return };
         let (b1, b2) = self.betas;

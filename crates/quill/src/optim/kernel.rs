@@ -37,7 +37,7 @@ impl Float for f64 {
 /// One optimizer's per-element rule: updates `p` from `g` and the state buffers (each as long
 /// as `p`), all in one pass. Hyper-parameters are converted to `T` once per call, as PyTorch
 /// converts its scalar arguments to the tensor's dtype.
-pub(crate) trait Rule {
+pub(crate) trait Rule: Sync {
     fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]);
 }
 
@@ -141,6 +141,34 @@ fn run_typed<T: Float>(
     let p = T::slice_mut(p_guard.cpu_mut())
         .and_then(|v| v.get_mut(param.offset()..param.offset() + n))
         .ok_or_else(|| internal(op, "the parameter"))?;
-    rule.run(p, g, &mut s);
+    run_chunks(rule, p, g, s);
     Ok(())
+}
+
+/// Elements per task: large parameters are split across threads, and each piece runs inside
+/// the widest SIMD context the CPU has (a portable build would otherwise run the rule's sqrt
+/// and division at SSE2 width, on one core).
+const CHUNK: usize = 1 << 15;
+
+fn run_chunks<T: Float>(rule: &impl Rule, p: &mut [T], g: &[T], mut s: Vec<&mut [T]>) {
+    use rayon::prelude::*;
+    let one = |p: &mut [T], g: &[T], s: &mut [&mut [T]]| {
+        quill_cpu::simd::with_best_simd(
+            #[inline(always)]
+            || rule.run(p, g, s),
+        )
+    };
+    if p.len() < 2 * CHUNK {
+        return one(p, g, &mut s);
+    }
+    let mut pieces: Vec<Vec<&mut [T]>> = (0..p.len().div_ceil(CHUNK)).map(|_| Vec::new()).collect();
+    for buf in s.iter_mut() {
+        for (i, c) in buf.chunks_mut(CHUNK).enumerate() {
+            pieces[i].push(c);
+        }
+    }
+    p.par_chunks_mut(CHUNK)
+        .zip(g.par_chunks(CHUNK))
+        .zip(pieces.into_par_iter())
+        .for_each(|((p, g), mut st)| one(p, g, &mut st));
 }

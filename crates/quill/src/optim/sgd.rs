@@ -100,6 +100,7 @@ struct SgdRule {
 }
 
 impl Rule for SgdRule {
+    #[inline(always)]
     fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
         let neg_lr = T::from_f64(-self.lr);
         // Skipped entirely at 0 (not added as 0 * p), as PyTorch, so inf/NaN params stay local.
