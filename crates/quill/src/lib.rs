@@ -33,6 +33,16 @@ pub use quill_cpu::pool::{
 pub use quill_cpu::CpuElement;
 pub use tensor::Tensor;
 
+/// Runs `f` on a thread of quill's thread pool (rayon's global pool) and returns its result.
+/// Ops called from a pool thread share their work with the other pool threads directly;
+/// called from any other thread (`main`, say), every parallel op hands its work to the pool
+/// and sleeps until it is done: a wake-up per op, which cost 10 % of an MNIST training step
+/// (10.5 -> 9.3 ms). Wrap a training loop in it.
+pub fn in_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    // `scope` runs its body on a pool thread (injecting it when called from outside).
+    rayon::scope(|_| f())
+}
+
 /// The README's Rust example runs as a doctest, so the README cannot drift from the API.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]

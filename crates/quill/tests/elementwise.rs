@@ -514,3 +514,59 @@ fn scalar_forms_accept_every_rust_scalar() {
     );
     assert!(f32::from_f64(1.0) == 1.0);
 }
+
+/// The unit-stride and stride-0 runs of `where_` (each of `a`, `b` contiguous or a broadcast
+/// scalar, with offsets into larger buffers), in every dtype, against a per-element reference.
+#[test]
+fn where_contiguous_and_broadcast_runs() {
+    let mut rng = Prng::new(9);
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ] {
+        for n in [1usize, 7, 64, 1000, 70_000] {
+            let vc = values(&mut rng, DType::Bool, n + 3, false);
+            // Offset views: the condition starts 3 elements into its buffer.
+            let c = NDArray::from_vec(vc.iter().map(|&v| v != 0.0).collect::<Vec<_>>(), &[n + 3])
+                .unwrap()
+                .slice(&s![3..])
+                .unwrap();
+            let va = values(&mut rng, dtype, n + 1, false);
+            let vb = values(&mut rng, dtype, n + 2, false);
+            let full = |v: &[f64], skip: usize| {
+                NDArray::from_vec(v.to_vec(), &[v.len()])
+                    .unwrap()
+                    .astype(dtype)
+                    .slice(&s![skip as isize..])
+                    .unwrap()
+            };
+            let scalar = |v: &[f64]| {
+                NDArray::from_vec(vec![v[0]], &[])
+                    .unwrap()
+                    .astype(dtype)
+                    .broadcast_to(&[n])
+                    .unwrap()
+            };
+            let cases = [
+                ("run, run", full(&va, 1), full(&vb, 2)),
+                ("run, scalar", full(&va, 1), scalar(&vb)),
+                ("scalar, run", scalar(&va), full(&vb, 2)),
+                ("scalar, scalar", scalar(&va), scalar(&vb)),
+            ];
+            for (name, a, b) in cases {
+                let got = NDArray::where_(&c, &a, &b).unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let (ca, cb, cc) = (as_f64(&a), as_f64(&b), as_f64(&c));
+                let want: Vec<f64> = (0..n)
+                    .map(|i| if cc[i] != 0.0 { ca[i] } else { cb[i] })
+                    .collect();
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&as_f64(&got)), bits(&want), "{dtype} n={n} {name}");
+            }
+        }
+    }
+}

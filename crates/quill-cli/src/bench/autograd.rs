@@ -70,6 +70,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("bench autograd: unknown option '{other}'")),
         }
     }
+    quill::in_pool(move || cases(rounds))
+}
+
+fn cases(rounds: usize) -> Result<(), String> {
     let m = Mlp::new().map_err(|e| e.to_string())?;
     let mut peer = Peer::start(include_str!("autograd_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));

@@ -21,6 +21,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("bench train: unknown option '{other}'")),
         }
     }
+    quill::in_pool(move || epochs(rounds))
+}
+
+fn epochs(rounds: usize) -> Result<(), String> {
     let (model, mut opt, loader) = default_setup()?;
     let mut peer = Peer::start(include_str!("train_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));

@@ -193,6 +193,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .build_global()
             .map_err(|e| format!("--threads: {e}"))?;
     }
+    quill::in_pool(move || train(o))
+}
+
+fn train(o: Options) -> Result<(), String> {
     let t0 = Instant::now();
     let norm = || Normalize::new(&[0.1307], &[0.3081]);
     let train = q(Mnist::load(&o.data, true))?;

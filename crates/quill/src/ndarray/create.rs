@@ -145,6 +145,55 @@ impl NDArray {
         })
     }
 
+    /// The mask of inverted dropout: each element independently `1 / (1 - p)` (kept) or 0
+    /// (dropped with probability `p`), in `dtype` (a float). Element `i` is decided by word `i`
+    /// of the ChaCha8 stream seeded by `seed` (kept when its top 24 bits, read as a fraction,
+    /// are `>= p`), so the mask does not depend on how many threads fill it.
+    pub fn dropout_mask(shape: &[usize], p: f64, seed: u64, dtype: DType) -> Result<NDArray> {
+        const OP: &str = "dropout_mask";
+        if !dtype.is_float() {
+            return Err(Error::invalid(
+                OP,
+                format!("needs a float dtype, got {dtype}"),
+            ));
+        }
+        if !(0.0..1.0).contains(&p) {
+            return Err(Error::invalid(OP, format!("p must lie in [0, 1), got {p}")));
+        }
+        let n = checked_len(OP, shape, dtype)?;
+        // One pass, in parallel: this replaced rand + compare + cast + scale (four passes,
+        // 134 us for a (128, 256) mask on 2 threads).
+        const CHUNK: usize = 16 * 1024;
+        let threshold = (p * (1u32 << 24) as f64).ceil() as u32;
+        let keep = (1.0 / (1.0 - p)) as f32;
+        let mut v: Vec<f32> = quill_cpu::pool::take(n);
+        let fill = |(c, out): (usize, &mut [f32])| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_word_pos((c * CHUNK) as u128);
+            let mut words = [0u32; 256];
+            for part in out.chunks_mut(words.len()) {
+                let w = &mut words[..part.len()];
+                rng.fill(w);
+                // Branch-free: a 10 % drop rate mispredicts a branch on every tenth element.
+                for (x, &u) in part.iter_mut().zip(w.iter()) {
+                    *x = keep * ((u >> 8 >= threshold) as u32 as f32);
+                }
+            }
+        };
+        if n > CHUNK {
+            use rayon::prelude::*;
+            v.par_chunks_mut(CHUNK).enumerate().for_each(fill);
+        } else {
+            v.chunks_mut(CHUNK).enumerate().for_each(fill);
+        }
+        let m = NDArray::from_vec(v, shape)?;
+        Ok(if dtype == DType::F32 {
+            m
+        } else {
+            m.astype(dtype)
+        })
+    }
+
     pub fn zeros_like(&self) -> Result<NDArray> {
         NDArray::zeros(self.shape(), self.dtype())
     }

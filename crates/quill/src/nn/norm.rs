@@ -2,7 +2,7 @@
 //! training, running statistics in eval, PyTorch's momentum convention), LayerNorm, Dropout.
 
 use super::module::Module;
-use crate::tensor::{no_grad, Tensor};
+use crate::tensor::Tensor;
 use crate::NDArray;
 use quill_core::{DType, Error, Result};
 use std::cell::Cell;
@@ -60,28 +60,21 @@ impl Module for BatchNorm {
                 hint: format!(" (expected rank {} with {c} channels in dim 1)", self.rank),
             });
         }
-        let axes: Vec<isize> = (0..self.rank as isize).filter(|&a| a != 1).collect();
-        let mut pshape = vec![1isize; self.rank];
-        pshape[1] = c as isize;
-        let (mean, var) = if self.training.get() {
-            let mean = x.mean(Some(&axes), true)?;
-            let var = x.sub(&mean)?.square()?.mean(Some(&axes), true)?;
+        if self.training.get() {
+            let (y, mean, var) = x.batch_norm_train(&self.weight, &self.bias, self.eps)?;
             let n = x.numel() / c.max(1);
-            let _g = no_grad();
             let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;
             let m = self.momentum;
             for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &unbiased)] {
-                let b = batch.array().reshape(&[-1])?.mul_scalar(m)?;
                 run.array().mul_scalar_assign(1.0 - m)?;
-                run.array().add_assign(&b)?;
+                run.array().add_assign(&batch.mul_scalar(m)?)?;
             }
-            (mean, var)
-        } else {
-            (
-                self.running_mean.reshape(&pshape)?,
-                self.running_var.reshape(&pshape)?,
-            )
-        };
+            return Ok(y);
+        }
+        let mut pshape = vec![1isize; self.rank];
+        pshape[1] = c as isize;
+        let mean = self.running_mean.reshape(&pshape)?;
+        let var = self.running_var.reshape(&pshape)?;
         let xhat = x.sub(&mean)?.div(&var.add_scalar(self.eps)?.sqrt()?)?;
         xhat.mul(&self.weight.reshape(&pshape)?)?
             .add(&self.bias.reshape(&pshape)?)
@@ -183,8 +176,7 @@ impl Module for Dropout {
         let s = self
             .seed
             .wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let keep = NDArray::rand(x.shape(), s, DType::F32)?.ge_scalar(self.p)?;
-        let mask = keep.astype(x.dtype()).mul_scalar(1.0 / (1.0 - self.p))?;
+        let mask = NDArray::dropout_mask(x.shape(), self.p, s, x.dtype())?;
         x.mul(&Tensor::new(mask))
     }
     fn named_buffers(&self) -> Vec<(String, Tensor)> {

@@ -188,12 +188,16 @@ impl Backward for Where {
         "WhereBackward"
     }
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        let ga = mul_mask(g, &self.cond)?;
-        let gb = mul_mask(g, &self.cond.logical_not()?)?;
-        Ok(vec![
-            Some(sum_to(&ga, inputs[0].shape())?),
-            Some(sum_to(&gb, inputs[1].shape())?),
-        ])
+        let zero = Tensor::new(NDArray::zeros(&[], g.dtype())?);
+        let ga = inputs[0]
+            .requires_grad()
+            .then(|| sum_to(&Tensor::where_(&self.cond, g, &zero)?, inputs[0].shape()))
+            .transpose()?;
+        let gb = inputs[1]
+            .requires_grad()
+            .then(|| sum_to(&Tensor::where_(&self.cond, &zero, g)?, inputs[1].shape()))
+            .transpose()?;
+        Ok(vec![ga, gb])
     }
 }
 

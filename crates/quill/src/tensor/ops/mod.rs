@@ -6,6 +6,7 @@ mod elementwise;
 mod index;
 mod linalg;
 mod movement;
+mod norm;
 mod reduce;
 
 use super::{Backward, Tensor};
@@ -33,8 +34,13 @@ pub(crate) fn to_isize(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&d| d as isize).collect()
 }
 
-/// `g * mask`, where `mask` (bool or numeric) is a constant of the graph.
+/// `g * mask`, where `mask` (bool or numeric) is a constant of the graph. A bool mask is a
+/// select (one pass) rather than a cast to `g`'s dtype and a multiply (two).
 pub(crate) fn mul_mask(g: &Tensor, mask: &NDArray) -> Result<Tensor> {
+    if mask.dtype() == DType::Bool {
+        let zero = Tensor::new(NDArray::zeros(&[], g.dtype())?);
+        return Tensor::where_(mask, g, &zero);
+    }
     g.mul(&Tensor::new(mask.astype(g.dtype())))
 }
 

@@ -1,0 +1,131 @@
+//! Batch normalisation with batch statistics as one op: the forward takes six passes over the
+//! input and the backward is the closed form
+//! `gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))`, where the composite of
+//! primitives (mean, sub, square, mean, div, mul, add and their backwards) took about three
+//! times the passes. The backward is written in Tensor ops; when it is itself recorded
+//! (`create_graph`) the centred input and `invstd` are recomputed from `x` by Tensor ops, so
+//! that gradients of gradients see their dependence on `x`.
+
+use super::to_isize;
+use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::NDArray;
+use quill_core::{Error, Result};
+
+struct BatchNormTrain {
+    /// Every axis but the channel axis 1.
+    axes: Vec<isize>,
+    eps: f64,
+    /// `x - mean` and `1 / sqrt(var + eps)` (kept dims) from the forward.
+    centred: NDArray,
+    invstd: NDArray,
+}
+
+impl BatchNormTrain {
+    /// `(x - mean, invstd)`: saved constants, or recomputed in Tensor ops when the backward
+    /// is being recorded.
+    fn stats(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        if !is_grad_enabled() {
+            return Ok((
+                Tensor::new(self.centred.clone()),
+                Tensor::new(self.invstd.clone()),
+            ));
+        }
+        let xc = x.sub(&x.mean(Some(&self.axes), true)?)?;
+        let var = xc.square()?.mean(Some(&self.axes), true)?;
+        let invstd = var.add_scalar(self.eps)?.rsqrt()?;
+        Ok((xc, invstd))
+    }
+}
+
+impl Backward for BatchNormTrain {
+    fn name(&self) -> &'static str {
+        "BatchNormBackward"
+    }
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (x, w, b) = (&inputs[0], &inputs[1], &inputs[2]);
+        let axes = Some(&self.axes[..]);
+        let c = w.shape()[0] as isize;
+        let pshape = self.invstd.shape().to_vec();
+        let (xc, invstd) = self.stats(x)?;
+        let n = (x.numel() / (c.max(1) as usize)).max(1) as f64;
+        let sum_g = g.sum(axes, true)?;
+        let sum_gxc = g.mul(&xc)?.sum(axes, true)?;
+        let gw = w
+            .requires_grad()
+            .then(|| sum_gxc.mul(&invstd)?.reshape(&[c])?.astype(w.dtype()))
+            .transpose()?;
+        let gb = b
+            .requires_grad()
+            .then(|| sum_g.reshape(&[c])?.astype(b.dtype()))
+            .transpose()?;
+        let gx = x
+            .requires_grad()
+            .then(|| -> Result<Tensor> {
+                // gx = k1 * g - k2 * xc - k1 * mean(g), per-channel k1 = w * invstd and
+                // k2 = k1 * invstd^2 * mean(g * xc).
+                let k1 = w.reshape(&to_isize(&pshape))?.mul(&invstd)?;
+                let k2 = k1
+                    .mul(&invstd.square()?)?
+                    .mul(&sum_gxc)?
+                    .mul_scalar(1.0 / n)?;
+                let k0 = k1.mul(&sum_g)?.mul_scalar(-1.0 / n)?;
+                g.mul(&k1)?.sub(&xc.mul(&k2)?)?.add(&k0)?.astype(x.dtype())
+            })
+            .transpose()?;
+        Ok(vec![gx, gw, gb])
+    }
+}
+
+impl Tensor {
+    /// Batch normalisation of `x` (N, C, ...) with the batch's own statistics over every dim
+    /// but dim 1: `(x - mean) / sqrt(var + eps) * weight + bias` with the biased variance.
+    /// Returns the output and the batch mean and biased variance (shape (C,)), for the
+    /// caller's running statistics. `weight` and `bias` have shape (C,).
+    pub fn batch_norm_train(
+        &self,
+        weight: &Tensor,
+        bias: &Tensor,
+        eps: f64,
+    ) -> Result<(Tensor, NDArray, NDArray)> {
+        const OP: &str = "batch_norm";
+        let c = weight.shape().first().copied().unwrap_or(0);
+        if self.ndim() < 2 || self.shape()[1] != c || weight.shape() != [c] || bias.shape() != [c] {
+            return Err(Error::ShapeMismatch {
+                op: OP,
+                lhs: self.shape().into(),
+                rhs: weight.shape().into(),
+                hint: format!(
+                    " (x must be (N, C, ...) with C = weight's and bias's length; bias is {:?})",
+                    bias.shape()
+                ),
+            });
+        }
+        if self.numel() == 0 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "needs at least one value per channel, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let axes: Vec<isize> = (0..self.ndim() as isize).filter(|&a| a != 1).collect();
+        let mut pshape = vec![1isize; self.ndim()];
+        pshape[1] = c as isize;
+        let x = self.array();
+        let mean = x.mean(Some(&axes), true)?;
+        let centred = x.sub(&mean)?;
+        let var = centred.square()?.mean(Some(&axes), true)?;
+        let invstd = var.add_scalar(eps)?.rsqrt()?;
+        let scale = weight.array().reshape(&pshape)?.mul(&invstd)?;
+        let out = centred.mul(&scale)?.add(&bias.array().reshape(&pshape)?)?;
+        let (m, v) = (mean.reshape(&[-1])?, var.reshape(&[-1])?);
+        let op = BatchNormTrain {
+            axes,
+            eps,
+            centred,
+            invstd,
+        };
+        Ok((Tensor::make(out, &[self, weight, bias], op), m, v))
+    }
+}
