@@ -121,11 +121,35 @@ pub enum Error {
 
     #[error("{op}: {msg}")]
     InvalidArgument { op: &'static str, msg: String },
+
+    /// A device is missing or failed: no driver, no such GPU, a kernel that did not compile,
+    /// out of memory.
+    #[error("{op}: {device}: {msg}")]
+    Device {
+        op: &'static str,
+        device: String,
+        msg: String,
+    },
+
+    #[error("{op}: operands on different devices: {lhs} and {rhs}; move one with to_device first")]
+    DeviceMismatch {
+        op: &'static str,
+        lhs: String,
+        rhs: String,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    pub fn device(op: &'static str, device: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Device {
+            op,
+            device: device.into(),
+            msg: msg.into(),
+        }
+    }
+
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         Error::InvalidArgument {
             op,

@@ -22,6 +22,16 @@ pub mod optim;
 pub mod tensor;
 
 pub use device::Device;
+
+/// The CUDA backend's device-wide controls: memory statistics (`memory_allocated`,
+/// `max_memory_allocated`, `memory_stats`), `empty_cache`, `device_count`.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use quill_cuda::{
+        device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
+        memory_stats, MemoryStats,
+    };
+}
 pub use ndarray::NDArray;
 pub use quill_core::{
     bf16, f16, s, BinaryOp, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp, Result,

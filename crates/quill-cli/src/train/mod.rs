@@ -50,10 +50,12 @@ fn build_optimizer(o: &Options, params: Vec<Tensor>) -> Result<Box<dyn Optimizer
 /// Mean loss and accuracy of `model` over `loader`'s epoch 0 (no shuffling, eval mode).
 fn evaluate(model: &dyn Module, loader: &DataLoader) -> Result<(f64, f64), String> {
     let _g = no_grad();
+    let dev = device_of(model);
     model.eval();
     let (mut loss, mut correct, mut n) = (0.0, 0usize, 0usize);
     for batch in loader.epoch(0) {
         let (x, y) = q(batch)?;
+        let (x, y) = (q(x.to_device(dev))?, q(y.to_device(dev))?);
         let logits = q(model.forward(&Tensor::new(x)))?;
         let l = q(cross_entropy(&logits, &y, 0.0, Reduction::Sum))?;
         loss += q(l.item())?;
@@ -62,6 +64,14 @@ fn evaluate(model: &dyn Module, loader: &DataLoader) -> Result<(f64, f64), Strin
     }
     model.train();
     Ok((loss / n.max(1) as f64, correct as f64 / n.max(1) as f64))
+}
+
+/// Where the model's parameters live (batches go there).
+fn device_of(model: &dyn Module) -> quill::Device {
+    model
+        .parameters()
+        .first()
+        .map_or(quill::Device::Cpu, |p| p.device())
 }
 
 fn count_correct(logits: &Tensor, y: &NDArray) -> Result<usize, String> {
@@ -147,11 +157,13 @@ pub fn train_epoch(
     let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
     model.train();
     let first_step = (epoch - 1) * loader.len();
+    let dev = device_of(model);
     for (i, batch) in loader.epoch(epoch as u64 - 1).enumerate() {
         if let Some(sc) = schedule {
             apply_schedule(opt, sc, first_step + i);
         }
         let (x, y) = q(batch)?;
+        let (x, y) = (q(x.to_device(dev))?, q(y.to_device(dev))?);
         let logits = q(model.forward(&Tensor::new(x)))?;
         let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
         opt.zero_grad();
@@ -209,6 +221,7 @@ fn train(o: Options) -> Result<(), String> {
     let test_ds = limit(q(test.into_dataset())?, o.limit)?;
     let test_loader = q(DataLoader::new(test_ds, 1000))?.transform(q(norm())?);
     let model = build_model(&o)?;
+    q(model.to_device(o.device))?;
     let mut opt = build_optimizer(&o, model.parameters())?;
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
     let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));

@@ -16,6 +16,8 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --data DIR               dataset directory with the four IDX .gz files (default data/mnist;
                            data/fashion-mnist works too)
   --threads N              worker threads (default: all cores)
+  --device cpu|cuda|cuda:N where the model trains (default cpu; cuda needs a build with
+                           `--features cuda` and an NVIDIA GPU)
   --out DIR                where metrics.csv, curves.png and the checkpoint go (default runs)
   --checkpoint PATH        checkpoint file (default OUT/checkpoint.safetensors)
   --resume                 continue from the checkpoint
@@ -33,6 +35,7 @@ pub struct Options {
     pub seed: u64,
     pub data: PathBuf,
     pub threads: Option<usize>,
+    pub device: quill::Device,
     pub out: PathBuf,
     pub checkpoint: Option<PathBuf>,
     pub resume: bool,
@@ -52,6 +55,7 @@ impl Default for Options {
             seed: 0,
             data: "data/mnist".into(),
             threads: None,
+            device: quill::Device::Cpu,
             out: "runs".into(),
             checkpoint: None,
             resume: false,
@@ -119,6 +123,11 @@ impl Options {
                         return Err("--threads must be at least 1".into());
                     }
                     o.threads = Some(n);
+                }
+                "--device" => {
+                    let d: String = value(a, it.next(), "cpu, cuda or cuda:N")?;
+                    o.device = quill::Device::parse(&d)
+                        .ok_or_else(|| format!("--device: '{d}' is not cpu, cuda or cuda:N"))?;
                 }
                 "--out" => o.out = value(a, it.next(), "a directory")?,
                 "--checkpoint" => o.checkpoint = Some(value(a, it.next(), "a file path")?),

@@ -96,6 +96,9 @@ impl Dataset for TensorDataset {
 
 /// Rows `indices` of the contiguous array `a`, as a new contiguous array.
 fn gather(a: &NDArray, indices: &[usize]) -> Result<NDArray> {
+    if a.is_cuda() {
+        return gather(&a.to_device(crate::Device::Cpu)?, indices)?.to_device(a.device());
+    }
     let mut shape = a.shape().to_vec();
     shape[0] = indices.len();
     dispatch_dtype!(a.dtype(), T => {

@@ -298,7 +298,10 @@ fn write_tensor(w: &mut impl Write, a: &NDArray) -> io::Result<()> {
         return Ok(());
     }
     // One tensor compacted at a time, so saving needs at most one extra tensor in memory.
-    let c = a.compact();
+    let c = a
+        .to_device(crate::Device::Cpu)
+        .map_err(io::Error::other)?
+        .compact();
     let guard = c.read();
     let range = c.offset()..c.offset() + n;
     match guard.cpu() {

@@ -17,7 +17,13 @@ impl NDArray {
     }
 
     /// A contiguous copy that shares nothing with `self`.
+    ///
+    /// Panics only when a GPU fails (out of memory), as the operators do.
     pub fn deep_copy(&self) -> NDArray {
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            return super::cuda::deep_copy(self).unwrap_or_else(|e| panic!("{e}"));
+        }
         let out = quill_cpu::compact(self.read().cpu(), &self.layout);
         NDArray::from_storage(
             Storage::Cpu(out),
@@ -30,6 +36,10 @@ impl NDArray {
     pub fn astype(&self, dtype: DType) -> NDArray {
         if dtype == self.dtype {
             return self.deep_copy();
+        }
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            return super::cuda::astype(self, dtype).unwrap_or_else(|e| panic!("{e}"));
         }
         let out = quill_cpu::cast(self.read().cpu(), &self.layout, dtype);
         NDArray::from_storage(
@@ -66,6 +76,12 @@ impl NDArray {
                 })
             }
         };
+        // A source on another device moves to the destination's first.
+        let src = if src.device() != self.device() && src.numel() != 1 {
+            src.to_device(self.device())?
+        } else {
+            src
+        };
         // A source in the destination's buffer is read in full before any write (as NumPy).
         let src = if src.dtype != self.dtype {
             src.astype(self.dtype)
@@ -74,6 +90,11 @@ impl NDArray {
         } else {
             src
         };
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() || src.is_cuda() {
+            let src = src.to_device(self.device())?;
+            return super::cuda::assign(self, &src);
+        }
         // Lock in address order so that two threads assigning a -> b and b -> a cannot deadlock.
         let (dst_first, src_storage) = (
             Arc::as_ptr(&self.storage) < Arc::as_ptr(&src.storage),
@@ -93,6 +114,10 @@ impl NDArray {
     /// Writes `value` (cast to this array's dtype) at every element of this view.
     pub fn assign_scalar(&self, value: impl Into<Scalar>) -> Result<()> {
         self.check_writable("assign_scalar")?;
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            return super::cuda::fill(self, value.into());
+        }
         quill_cpu::fill(self.write().cpu_mut(), &self.layout, value.into());
         Ok(())
     }

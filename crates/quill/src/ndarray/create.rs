@@ -194,8 +194,23 @@ impl NDArray {
         })
     }
 
+    /// Zeros of this array's shape and dtype, on its device.
     pub fn zeros_like(&self) -> Result<NDArray> {
-        NDArray::zeros(self.shape(), self.dtype())
+        self.full_like(0.0)
+    }
+
+    /// `value` (cast to this dtype) everywhere, in this array's shape, dtype and device.
+    pub fn full_like(&self, value: impl Into<Scalar>) -> Result<NDArray> {
+        let value = value.into();
+        if self.is_cuda() {
+            let out = NDArray::zeros(&[], self.dtype())?
+                .to_device(self.device())?
+                .broadcast_to(self.shape())?
+                .compact();
+            out.assign_scalar(value)?;
+            return Ok(out);
+        }
+        NDArray::full(self.shape(), value, self.dtype())
     }
 }
 

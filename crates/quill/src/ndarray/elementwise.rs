@@ -13,6 +13,15 @@ impl NDArray {
     pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
         let compute = op.compute_dtype(self.dtype)?;
         let src = self.cast_for(compute);
+        #[cfg(feature = "cuda")]
+        if src.is_cuda() {
+            if let Some(out) = super::cuda::unary(&src, op)? {
+                return Ok(out);
+            }
+        }
+        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[&src])? {
+            return h[0].unary(op)?.to_device(dev);
+        }
         let out = quill_cpu::elementwise::unary(op, src.read().cpu(), &src.layout)?;
         Ok(NDArray::from_storage(
             Storage::Cpu(out),
@@ -36,6 +45,24 @@ impl NDArray {
         let (a, b) = (self.cast_for(compute), other.cast_for(compute));
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
+        #[cfg(feature = "cuda")]
+        if a.is_cuda() || b.is_cuda() {
+            // A single CPU element (a scalar operand) moves to the GPU; larger CPU arrays are
+            // an error naming both devices, as in PyTorch.
+            let dev = if a.is_cuda() { a.device() } else { b.device() };
+            let a = super::cuda::colocate(op.name(), dev, &a)?;
+            let b = super::cuda::colocate(op.name(), dev, &b)?;
+            let (la, lb) = (
+                a.layout.broadcast_to(&shape)?,
+                b.layout.broadcast_to(&shape)?,
+            );
+            if let Some(out) = super::cuda::binary(op, (&a, &la), (&b, &lb))? {
+                return Ok(out);
+            }
+        }
+        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[&a, &b])? {
+            return h[0].binary(op, &h[1])?.to_device(dev);
+        }
         let out = if a.shares_storage_with(&b) {
             let g = a.read();
             quill_cpu::elementwise::binary(op, (g.cpu(), &la), (g.cpu(), &lb))?
@@ -91,7 +118,9 @@ impl NDArray {
             ));
         }
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
-        let direct = self.is_contiguous()
+        let direct = !self.is_cuda()
+            && !other.is_cuda()
+            && self.is_contiguous()
             && !self.shares_storage_with(other)
             && compute == self.dtype
             && result == self.dtype;
@@ -128,6 +157,17 @@ impl NDArray {
             a.layout.broadcast_to(&shape)?,
             b.layout.broadcast_to(&shape)?,
         );
+        #[cfg(feature = "cuda")]
+        if let Some(lead) = [&a, &b, &c].into_iter().find(|x| x.is_cuda()) {
+            let dev = lead.device();
+            let (c, a, b) = (c.to_device(dev)?, a.to_device(dev)?, b.to_device(dev)?);
+            let (lc, la, lb) = (
+                c.layout.broadcast_to(&shape)?,
+                a.layout.broadcast_to(&shape)?,
+                b.layout.broadcast_to(&shape)?,
+            );
+            return super::cuda::where_((&c, &lc), (&a, &la), (&b, &lb));
+        }
         // One guard per distinct buffer: a second read lock on a buffer this thread already
         // reads could wait behind a queued writer.
         let gc = c.read();

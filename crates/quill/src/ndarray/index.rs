@@ -156,6 +156,9 @@ fn gather_kernel<T: Copy, I: Copy + Into<i64>>(
 /// `out[p] = src[p with axis replaced by index[p]]` for every position `p` of `index`, whose
 /// shape is checked by the caller. `op` names the public op in errors.
 fn gather_impl(op: &'static str, src: &NDArray, ax: usize, index: &NDArray) -> Result<NDArray> {
+    if let Some((dev, h)) = super::cuda::host_args(op, &[src, index])? {
+        return gather_impl(op, &h[0], ax, &h[1])?.to_device(dev);
+    }
     if src.ndim() == 0 {
         let out = gather_impl(op, &src.view(&[1])?, 0, &index.view(&[1])?)?;
         return out.view(&[]);
@@ -258,6 +261,9 @@ impl NDArray {
                 rhs: src.shape().into(),
                 hint: " (src must have the index's shape)".into(),
             });
+        }
+        if let Some((dev, h)) = super::cuda::host_args(OP, &[self, index, src])? {
+            return h[0].scatter_add(axis, &h[1], &h[2])?.to_device(dev);
         }
         if !same_kind(src.dtype, self.dtype) {
             return Err(Error::invalid(

@@ -4,6 +4,8 @@
 //! stride 0).
 
 use super::NDArray;
+#[cfg(feature = "cuda")]
+use crate::device::Device;
 use crate::device::Storage;
 use quill_core::promote::promote_types;
 use quill_core::shape::broadcast_shapes;
@@ -58,6 +60,25 @@ impl NDArray {
         let full = |last: [usize; 2]| [batch.as_slice(), &last].concat();
         let a = a.with_layout(a.layout.broadcast_to(&full([m, k]))?);
         let b = b.with_layout(b.layout.broadcast_to(&full([k, n]))?);
+        let mut out_shape: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
+        if sa.len() > 1 {
+            out_shape.push(m as isize);
+        }
+        if sb.len() > 1 {
+            out_shape.push(n as isize);
+        }
+        #[cfg(feature = "cuda")]
+        if a.is_cuda() || b.is_cuda() {
+            let dev = if a.is_cuda() { a.device() } else { b.device() };
+            let a = super::cuda::colocate(OP, dev, &a)?;
+            let b = super::cuda::colocate(OP, dev, &b)?;
+            if let Some(out) = super::cuda::matmul(&a, &b)? {
+                return out.reshape(&out_shape);
+            }
+            // Integer, bool and half products: the CPU kernels, on host copies.
+            let (ha, hb) = (self.to_device(Device::Cpu)?, other.to_device(Device::Cpu)?);
+            return ha.matmul(&hb)?.to_device(dev);
+        }
 
         let out = if a.shares_storage_with(&b) {
             // One read guard for both: a second read lock on one RwLock from this thread could

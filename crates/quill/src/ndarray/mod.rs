@@ -5,6 +5,7 @@
 
 mod assign;
 mod create;
+mod cuda;
 mod display;
 mod elementwise;
 mod index;
@@ -100,6 +101,9 @@ impl NDArray {
                 got: T::DTYPE,
             });
         }
+        if self.is_cuda() {
+            return self.to_device(Device::Cpu)?.to_vec();
+        }
         let c = self.compact();
         let guard = c.read();
         let s = T::slice(guard.cpu()).expect("dtype checked above");
@@ -118,6 +122,9 @@ impl NDArray {
                     self.numel()
                 ),
             ));
+        }
+        if self.is_cuda() {
+            return self.to_device(Device::Cpu)?.item();
         }
         Ok(quill_cpu::cast::read_as::<T>(
             self.read().cpu(),

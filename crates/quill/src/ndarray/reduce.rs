@@ -55,6 +55,15 @@ impl NDArray {
         if matches!(op, ReduceOp::Max | ReduceOp::Min) {
             self.check_nonempty(op.name(), &ax)?;
         }
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            if let Some(out) = super::cuda::reduce(self, op, &ax)? {
+                return keep(out, self.shape(), &ax, keepdims);
+            }
+        }
+        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[self])? {
+            return h[0].reduce_op(op, axes, keepdims)?.to_device(dev);
+        }
         let s = quill_cpu::reduce::reduce(op, self.read().cpu(), &self.layout, &ax);
         self.reduced(s, &ax, keepdims)
     }
@@ -96,6 +105,15 @@ impl NDArray {
             Some(a) => vec![normalize_axis(op.name(), a, self.ndim(), 0)?],
         };
         self.check_nonempty(op.name(), &ax)?;
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            if let Some(out) = super::cuda::reduce(self, op, &ax)? {
+                return keep(out, self.shape(), &ax, keepdims);
+            }
+        }
+        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[self])? {
+            return h[0].arg_op(op, axis, keepdims)?.to_device(dev);
+        }
         let s = quill_cpu::reduce::reduce(op, self.read().cpu(), &self.layout, &ax);
         self.reduced(s, &ax, keepdims)
     }
@@ -114,6 +132,14 @@ impl NDArray {
     /// Mean; bool and integers give f64, floats keep their dtype. Empty: NaN.
     pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
         let ax = self.reduce_axes("mean", axes)?;
+        if self.is_cuda() && self.dtype.is_float() {
+            // The sum's kernel accumulates in f32 (f64 for f64), then one scale.
+            let n: usize = ax.iter().map(|&d| self.shape()[d]).product();
+            return self.sum(axes, keepdims)?.mul_scalar(1.0 / n as f64);
+        }
+        if let Some((dev, h)) = super::cuda::host_args("mean", &[self])? {
+            return h[0].mean(axes, keepdims)?.to_device(dev);
+        }
         let s = quill_cpu::reduce::mean(self.read().cpu(), &self.layout, &ax);
         self.reduced(s, &ax, keepdims)
     }
@@ -122,6 +148,16 @@ impl NDArray {
     /// NaN, as NumPy (which also warns).
     pub fn var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
         let ax = self.reduce_axes("var", axes)?;
+        if self.is_cuda() && self.dtype.is_float() {
+            // Two passes on the GPU: the mean, then the centred squares.
+            let n: usize = ax.iter().map(|&d| self.shape()[d]).product();
+            let d = self.sub(&self.mean(axes, true)?)?;
+            let s = d.mul(&d)?.sum(axes, keepdims)?;
+            return s.mul_scalar(1.0 / (n as f64 - ddof as f64));
+        }
+        if let Some((dev, h)) = super::cuda::host_args("var", &[self])? {
+            return h[0].var(axes, ddof, keepdims)?.to_device(dev);
+        }
         let s = quill_cpu::reduce::var(self.read().cpu(), &self.layout, &ax, ddof, false);
         self.reduced(s, &ax, keepdims)
     }
@@ -129,6 +165,9 @@ impl NDArray {
     /// Standard deviation: the square root of `var`.
     pub fn std(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
         let ax = self.reduce_axes("std", axes)?;
+        if self.is_cuda() {
+            return self.var(axes, ddof, keepdims)?.sqrt();
+        }
         let s = quill_cpu::reduce::var(self.read().cpu(), &self.layout, &ax, ddof, true);
         self.reduced(s, &ax, keepdims)
     }
@@ -137,7 +176,24 @@ impl NDArray {
     /// empty): -inf; any +inf: +inf; NaN propagates.
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
         let ax = self.reduce_axes("logsumexp", axes)?;
+        if let Some((dev, h)) = super::cuda::host_args("logsumexp", &[self])? {
+            return h[0].logsumexp(axes, keepdims)?.to_device(dev);
+        }
         let s = quill_cpu::reduce::logsumexp(self.read().cpu(), &self.layout, &ax);
         self.reduced(s, &ax, keepdims)
     }
+}
+
+/// A reduction's result (the kept dims) with the reduced dims put back as 1 for `keepdims`.
+#[cfg(feature = "cuda")]
+fn keep(out: NDArray, shape: &[usize], axes: &[usize], keepdims: bool) -> Result<NDArray> {
+    if !keepdims {
+        return Ok(out);
+    }
+    let k: Vec<isize> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d as isize })
+        .collect();
+    out.reshape(&k)
 }

@@ -37,6 +37,20 @@ pub trait Module {
         self.set_training(false)
     }
 
+    /// Moves every parameter and buffer to `device` in place: each keeps its identity (an
+    /// optimizer built over `parameters()` keeps working) and its gradient is dropped.
+    fn to_device(&self, device: crate::Device) -> Result<()> {
+        for (_, t) in self
+            .named_parameters()
+            .into_iter()
+            .chain(self.named_buffers())
+        {
+            t.array().relocate(device)?;
+            t.zero_grad();
+        }
+        Ok(())
+    }
+
     /// Parameters then buffers, by name (the arrays are shared, not copied).
     fn state_dict(&self) -> Vec<(String, NDArray)> {
         self.named_parameters()

@@ -176,7 +176,9 @@ impl Module for Dropout {
         let s = self
             .seed
             .wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let mask = NDArray::dropout_mask(x.shape(), self.p, s, x.dtype())?;
+        // Drawn on the host: the same masks on every device, so a resumed or moved run
+        // reproduces an uninterrupted CPU one.
+        let mask = NDArray::dropout_mask(x.shape(), self.p, s, x.dtype())?.to_device(x.device())?;
         x.mul(&Tensor::new(mask))
     }
     fn named_buffers(&self) -> Vec<(String, Tensor)> {

@@ -47,6 +47,10 @@ fn sum_squares(op: &'static str, a: &NDArray) -> Result<f64> {
             format!("gradients must be floating point, got {}", a.dtype()),
         ));
     }
+    if a.is_cuda() {
+        let w = a.astype(DType::F64);
+        return w.mul(&w)?.sum(None, false)?.item::<f64>();
+    }
     let a = if a.is_contiguous() && matches!(a.dtype(), DType::F32 | DType::F64) {
         a.clone()
     } else {

@@ -84,6 +84,9 @@ pub(crate) fn apply(
             hint: " (parameter vs its gradient)".into(),
         });
     }
+    if [param, grad].iter().chain(state).any(|a| a.is_cuda()) {
+        return apply_via_host(op, rule, param, grad, state);
+    }
     let cd = compute_dtype(op, param.dtype())?;
     let direct = param.dtype() == cd && param.is_contiguous();
     let work = if direct {
@@ -104,6 +107,29 @@ pub(crate) fn apply(
     }
     if !direct {
         param.assign(&work)?;
+    }
+    Ok(())
+}
+
+/// The update for arrays on a GPU: on host copies, written back into the device buffers.
+/// Correct, but it moves every parameter across the bus each step; fused GPU updates are
+/// the CUDA backend's next step.
+fn apply_via_host(
+    op: &'static str,
+    rule: &impl Rule,
+    param: &NDArray,
+    grad: &NDArray,
+    state: &[&NDArray],
+) -> Result<()> {
+    let host = |a: &NDArray| a.to_device(crate::Device::Cpu).map(|h| h.compact());
+    let hp = host(param)?;
+    let hg = host(grad)?;
+    let hs: Vec<NDArray> = state.iter().map(|s| host(s)).collect::<Result<_>>()?;
+    let refs: Vec<&NDArray> = hs.iter().collect();
+    apply(op, rule, &hp, &hg, &refs)?;
+    param.assign(&hp)?;
+    for (s, h) in state.iter().zip(&hs) {
+        s.assign(h)?;
     }
     Ok(())
 }

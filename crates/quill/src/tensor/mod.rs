@@ -225,11 +225,13 @@ impl Tensor {
     pub fn scalar<T: quill_cpu::CpuElement>(value: T) -> Tensor {
         Tensor::new(NDArray::scalar(value))
     }
+    /// Zeros of this tensor's shape and dtype on its device (a constant).
     pub fn zeros_like(&self) -> Result<Tensor> {
-        Tensor::zeros(self.shape(), self.dtype())
+        self.array().full_like(0.0).map(Tensor::new)
     }
+    /// Ones of this tensor's shape and dtype on its device (a constant).
     pub fn ones_like(&self) -> Result<Tensor> {
-        Tensor::ones(self.shape(), self.dtype())
+        self.array().full_like(1.0).map(Tensor::new)
     }
 }
 

@@ -331,3 +331,35 @@ impl Backward for Concat {
         Ok(parts.into_iter().map(Some).collect())
     }
 }
+
+/// A copy on another device; the gradient goes back to the input's device.
+struct ToDevice {
+    from: crate::Device,
+}
+
+impl Backward for ToDevice {
+    fn name(&self) -> &'static str {
+        "ToDeviceBackward"
+    }
+    fn backward(&self, g: &Tensor, _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(g.to_device(self.from)?)])
+    }
+}
+
+impl Tensor {
+    /// This tensor on `device` (itself when it is there), differentiable: the gradient flows
+    /// back to the source device.
+    pub fn to_device(&self, device: crate::Device) -> Result<Tensor> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        let out = self.array().to_device(device)?;
+        Ok(Tensor::make(
+            out,
+            &[self],
+            ToDevice {
+                from: self.device(),
+            },
+        ))
+    }
+}

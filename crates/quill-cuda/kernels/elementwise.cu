@@ -1,0 +1,357 @@
+// elementwise.cu: unary, binary, scalar, compare and where kernels. Outputs are contiguous; the
+// input layouts are already broadcast to the output shape by the host.
+//
+//   unary_OP_TAG    (const T* x, Layout lx, T* out, long long n)                     + unary32_
+//   binary_OP_TAG   (const T* a, Layout la, const T* b, Layout lb, T* out, long long n) + binary32_
+//   compare_OP_TAG  (const T* a, Layout la, const T* b, Layout lb, unsigned char* out, long long n)
+//                                                                                    + compare32_
+//   scalar_OP_TAG   (const T* a, Layout la, double s, T* out, long long n)   a OP s
+//   rscalar_OP_TAG  (const T* a, Layout la, double s, T* out, long long n)   s OP a
+//   where_TAG       (const unsigned char* c, Layout lc, const T* a, Layout la, const T* b,
+//                    Layout lb, T* out, long long n)                                 + where32_
+//
+// Values are computed in the tag's compute type C (float for f16/bf16/f32, double for f64).
+// Integer arithmetic wraps like NumPy: it goes through unsigned types, since signed overflow is
+// undefined in C++ and the optimiser may exploit it.
+
+// ---- scalar helpers, overloaded on the compute type (qadd/qsub/qmul are in common.cuh) ------
+QD float qneg(float x) { return -x; }
+QD double qneg(double x) { return -x; }
+QD int qneg(int x) { return (int)(0u - (unsigned int)x); }  // -INT_MIN wraps to INT_MIN
+QD long long qneg(long long x) { return (long long)(0ull - (unsigned long long)x); }
+QD unsigned int qneg(unsigned int x) { return 0u - x; }     // u8: -1 == 255, as NumPy
+
+QD float qabs(float x) { return fabsf(x); }
+QD double qabs(double x) { return fabs(x); }
+QD int qabs(int x) { return x < 0 ? qneg(x) : x; }
+QD long long qabs(long long x) { return x < 0 ? qneg(x) : x; }
+QD unsigned int qabs(unsigned int x) { return x; }
+
+// sign(+-0) keeps the zero and sign(NaN) is NaN (NumPy); both fall through to `x`.
+QD float qsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
+QD double qsign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
+QD int qsign(int x) { return (x > 0) - (x < 0); }
+QD long long qsign(long long x) { return (x > 0) - (x < 0); }
+QD unsigned int qsign(unsigned int x) { return x != 0u; }
+
+// relu(NaN) is NaN (PyTorch): `x <= 0` is false for NaN.
+QD float qrelu(float x) { return x <= 0.0f ? 0.0f : x; }
+QD double qrelu(double x) { return x <= 0.0 ? 0.0 : x; }
+QD int qrelu(int x) { return x < 0 ? 0 : x; }
+QD long long qrelu(long long x) { return x < 0 ? 0 : x; }
+QD unsigned int qrelu(unsigned int x) { return x; }
+
+// One name per math function for float and double (f16/bf16 use the float one).
+#define QUILL_MATH1(NAME, FF, FD)                        \
+    QD float NAME(float x) { return FF(x); }            \
+    QD double NAME(double x) { return FD(x); }
+QUILL_MATH1(qexp, expf, exp)
+QUILL_MATH1(qexp2, exp2f, exp2)
+QUILL_MATH1(qlog, logf, log)
+QUILL_MATH1(qlog2, log2f, log2)
+QUILL_MATH1(qlog1p, log1pf, log1p)
+QUILL_MATH1(qexpm1, expm1f, expm1)
+QUILL_MATH1(qsqrt, sqrtf, sqrt)
+QUILL_MATH1(qrsqrt, rsqrtf, rsqrt)
+QUILL_MATH1(qsin, sinf, sin)
+QUILL_MATH1(qcos, cosf, cos)
+QUILL_MATH1(qtan, tanf, tan)
+QUILL_MATH1(qtanh, tanhf, tanh)
+QUILL_MATH1(qerf, erff, erf)
+QUILL_MATH1(qfloor, floorf, floor)
+QUILL_MATH1(qceil, ceilf, ceil)
+QUILL_MATH1(qrint, rintf, rint)  // round half to even, as np.round / torch.round
+QUILL_MATH1(qtrunc, truncf, trunc)
+QD float qpow(float a, float b) { return powf(a, b); }
+QD double qpow(double a, double b) { return pow(a, b); }
+QD float qatan2(float a, float b) { return atan2f(a, b); }
+QD double qatan2(double a, double b) { return atan2(a, b); }
+
+// Integer power by squaring, wrapping. A negative exponent gives the truncated real result
+// (1 for base 1, +-1 for base -1, else 0), as PyTorch; NumPy raises instead.
+template <class T, class U>
+QD T ipow(T base, T e) {
+    if (e < 0) return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
+    U r = 1, b = (U)base;
+    for (unsigned long long k = (unsigned long long)e; k != 0; k >>= 1) {
+        if (k & 1) r *= b;
+        b *= b;
+    }
+    return (T)r;
+}
+QD int qpow(int a, int b) { return ipow<int, unsigned int>(a, b); }
+QD long long qpow(long long a, long long b) { return ipow<long long, unsigned long long>(a, b); }
+QD unsigned int qpow(unsigned int a, unsigned int b) {
+    unsigned int r = 1;
+    for (; b != 0; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+    return r;
+}
+
+// Python's % (the sign of the divisor). Floats follow NumPy's npy_divmod: fmod, then shift by b
+// when the signs differ; a zero result takes b's sign; x % 0 is NaN.
+QD float qrem(float a, float b) {
+    float m = fmodf(a, b);
+    if (m != 0.0f) {
+        if ((b < 0.0f) != (m < 0.0f)) m += b;
+    } else {
+        m = copysignf(0.0f, b);
+    }
+    return m;
+}
+QD double qrem(double a, double b) {
+    double m = fmod(a, b);
+    if (m != 0.0) {
+        if ((b < 0.0) != (m < 0.0)) m += b;
+    } else {
+        m = copysign(0.0, b);
+    }
+    return m;
+}
+// Integers: x % 0 is 0 (NumPy); x % -1 is 0 (and avoids the INT_MIN % -1 overflow).
+template <class T>
+QD T irem(T a, T b) {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+QD int qrem(int a, int b) { return irem(a, b); }
+QD long long qrem(long long a, long long b) { return irem(a, b); }
+QD unsigned int qrem(unsigned int a, unsigned int b) { return b == 0u ? 0u : a % b; }
+
+// ---- op functors (templates over the compute type) -----------------------------------------
+#define QUILL_UNARY(NAME, EXPR) \
+    struct U_##NAME { template <class T> QD T operator()(T x) const { return EXPR; } };
+QUILL_UNARY(neg, qneg(x))
+QUILL_UNARY(abs, qabs(x))
+QUILL_UNARY(sign, qsign(x))
+QUILL_UNARY(exp, qexp(x))
+QUILL_UNARY(exp2, qexp2(x))
+QUILL_UNARY(log, qlog(x))
+QUILL_UNARY(log2, qlog2(x))
+QUILL_UNARY(log1p, qlog1p(x))
+QUILL_UNARY(expm1, qexpm1(x))
+QUILL_UNARY(sqrt, qsqrt(x))
+QUILL_UNARY(rsqrt, qrsqrt(x))
+QUILL_UNARY(square, qmul(x, x))
+QUILL_UNARY(reciprocal, T(1) / x)
+QUILL_UNARY(sin, qsin(x))
+QUILL_UNARY(cos, qcos(x))
+QUILL_UNARY(tan, qtan(x))
+QUILL_UNARY(tanh, qtanh(x))
+QUILL_UNARY(sigmoid, T(1) / (T(1) + qexp(-x)))  // exp overflow gives 1/inf = 0: no NaN
+QUILL_UNARY(relu, qrelu(x))
+// Exact GELU, x * Phi(x); and the tanh approximation (PyTorch approximate="tanh").
+QUILL_UNARY(gelu, T(0.5) * x * (T(1) + qerf(x * T(0.70710678118654752440))))
+QUILL_UNARY(gelu_tanh,
+            T(0.5) * x * (T(1) + qtanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
+QUILL_UNARY(erf, qerf(x))
+QUILL_UNARY(floor, qfloor(x))
+QUILL_UNARY(ceil, qceil(x))
+QUILL_UNARY(round, qrint(x))
+QUILL_UNARY(trunc, qtrunc(x))
+
+#define QUILL_BINARY(NAME, EXPR) \
+    struct B_##NAME { template <class T> QD T operator()(T a, T b) const { return EXPR; } };
+QUILL_BINARY(add, qadd(a, b))
+QUILL_BINARY(sub, qsub(a, b))
+QUILL_BINARY(mul, qmul(a, b))
+QUILL_BINARY(div, a / b)
+QUILL_BINARY(pow, qpow(a, b))
+QUILL_BINARY(maximum, qmax(a, b))
+QUILL_BINARY(minimum, qmin(a, b))
+QUILL_BINARY(remainder, qrem(a, b))
+QUILL_BINARY(atan2, qatan2(a, b))
+QUILL_BINARY(logical_and, a && b)
+QUILL_BINARY(logical_or, a || b)
+QUILL_BINARY(logical_xor, a != b)
+
+// Comparisons: IEEE semantics in the compute type (NaN compares unequal; -0 == +0).
+#define QUILL_COMPARE(NAME, OP) \
+    struct C_##NAME { template <class T> QD bool operator()(T a, T b) const { return a OP b; } };
+QUILL_COMPARE(eq, ==)
+QUILL_COMPARE(ne, !=)
+QUILL_COMPARE(lt, <)
+QUILL_COMPARE(le, <=)
+QUILL_COMPARE(gt, >)
+QUILL_COMPARE(ge, >=)
+
+// ---- kernel bodies -------------------------------------------------------------------------
+// out[i] = f(x[i]) over n elements. Contiguous input: 16-byte packs when both pointers are
+// aligned (4 floats, 8 halves, 16 bytes per thread and step), then a scalar tail.
+template <class D, class I, class F>
+QD void map1(const typename D::S* x, const Layout& lx, typename D::S* out, long long n, F f) {
+    typedef typename D::S S;
+    if (is_contig(lx, n)) {
+        const S* xp = x + lx.offset;
+        long long start = 0;
+        if (aligned16(xp) && aligned16(out)) {
+            const int V = 16 / sizeof(S);
+            const long long np = n / V;
+            GRID_STRIDE(long long, j, np) {
+                Pack<S> p = ((const Pack<S>*)xp)[j];
+#pragma unroll
+                for (int k = 0; k < V; ++k) p.v[k] = D::store(f(D::load(p.v[k])));
+                ((Pack<S>*)out)[j] = p;
+            }
+            start = np * V;
+        }
+        GRID_STRIDE_FROM(i, start, n) out[i] = D::store(f(D::load(xp[i])));
+        return;
+    }
+    GRID_STRIDE(I, i, n) out[i] = D::store(f(D::load(x[offset_at(lx, i)])));
+}
+
+// out[i] = f(a[i], b[i]). Fast path when each operand is contiguous or one broadcast value
+// (x + bias-scalar, x * mask): no index math, packed loads for the contiguous ones.
+template <class D, class I, class F>
+QD void map2(const typename D::S* a, const Layout& la, const typename D::S* b, const Layout& lb,
+             typename D::S* out, long long n, F f) {
+    typedef typename D::S S;
+    typedef typename D::C C;
+    if (n <= 0) return;
+    const bool sa = is_const(la), sb = is_const(lb);
+    if ((sa || is_contig(la, n)) && (sb || is_contig(lb, n))) {
+        const S* ap = a + la.offset;
+        const S* bp = b + lb.offset;
+        const C av = D::load(ap[0]), bv = D::load(bp[0]);  // n > 0: element 0 exists
+        long long start = 0;
+        if ((sa || aligned16(ap)) && (sb || aligned16(bp)) && aligned16(out)) {
+            const int V = 16 / sizeof(S);
+            const long long np = n / V;
+            GRID_STRIDE(long long, j, np) {
+                Pack<S> pa, pb, r;
+                if (!sa) pa = ((const Pack<S>*)ap)[j];
+                if (!sb) pb = ((const Pack<S>*)bp)[j];
+#pragma unroll
+                for (int k = 0; k < V; ++k)
+                    r.v[k] = D::store(f(sa ? av : D::load(pa.v[k]), sb ? bv : D::load(pb.v[k])));
+                ((Pack<S>*)out)[j] = r;
+            }
+            start = np * V;
+        }
+        GRID_STRIDE_FROM(i, start, n)
+            out[i] = D::store(f(sa ? av : D::load(ap[i]), sb ? bv : D::load(bp[i])));
+        return;
+    }
+    GRID_STRIDE(I, i, n)
+        out[i] = D::store(f(D::load(a[offset_at(la, i)]), D::load(b[offset_at(lb, i)])));
+}
+
+template <class D, class I, class F>
+QD void compare_body(const typename D::S* a, const Layout& la, const typename D::S* b,
+                     const Layout& lb, unsigned char* out, long long n, F f) {
+    if (is_contig(la, n) && is_contig(lb, n)) {
+        const typename D::S* ap = a + la.offset;
+        const typename D::S* bp = b + lb.offset;
+        GRID_STRIDE(long long, i, n) out[i] = f(D::load(ap[i]), D::load(bp[i])) ? 1 : 0;
+        return;
+    }
+    GRID_STRIDE(I, i, n)
+        out[i] = f(D::load(a[offset_at(la, i)]), D::load(b[offset_at(lb, i)])) ? 1 : 0;
+}
+
+// Selects storage bits (no conversion); any nonzero condition byte is true.
+template <class S, class I>
+QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const Layout& la,
+                   const S* b, const Layout& lb, S* out, long long n) {
+    if (is_contig(lc, n) && is_contig(la, n) && is_contig(lb, n)) {
+        const unsigned char* cp = c + lc.offset;
+        const S* ap = a + la.offset;
+        const S* bp = b + lb.offset;
+        GRID_STRIDE(long long, i, n) out[i] = cp[i] ? ap[i] : bp[i];
+        return;
+    }
+    GRID_STRIDE(I, i, n)
+        out[i] = c[offset_at(lc, i)] ? a[offset_at(la, i)] : b[offset_at(lb, i)];
+}
+
+// ---- stamping ------------------------------------------------------------------------------
+#define QUILL_UNARY_K(OP, TAG, D)                                                            \
+    extern "C" __global__ void unary_##OP##_##TAG(const D::S* x, Layout lx, D::S* out,        \
+                                                  long long n) {                             \
+        map1<D, long long>(x, lx, out, n, U_##OP());                                         \
+    }                                                                                        \
+    extern "C" __global__ void unary32_##OP##_##TAG(const D::S* x, Layout lx, D::S* out,      \
+                                                    long long n) {                           \
+        map1<D, unsigned int>(x, lx, out, n, U_##OP());                                      \
+    }
+#define QUILL_BINARY_K(OP, TAG, D)                                                           \
+    extern "C" __global__ void binary_##OP##_##TAG(const D::S* a, Layout la, const D::S* b,   \
+                                                   Layout lb, D::S* out, long long n) {      \
+        map2<D, long long>(a, la, b, lb, out, n, B_##OP());                                  \
+    }                                                                                        \
+    extern "C" __global__ void binary32_##OP##_##TAG(const D::S* a, Layout la, const D::S* b, \
+                                                     Layout lb, D::S* out, long long n) {    \
+        map2<D, unsigned int>(a, la, b, lb, out, n, B_##OP());                               \
+    }
+#define QUILL_COMPARE_K(OP, TAG, D)                                                          \
+    extern "C" __global__ void compare_##OP##_##TAG(const D::S* a, Layout la, const D::S* b,  \
+                                                    Layout lb, unsigned char* out,           \
+                                                    long long n) {                           \
+        compare_body<D, long long>(a, la, b, lb, out, n, C_##OP());                          \
+    }                                                                                        \
+    extern "C" __global__ void compare32_##OP##_##TAG(const D::S* a, Layout la,               \
+                                                      const D::S* b, Layout lb,              \
+                                                      unsigned char* out, long long n) {     \
+        compare_body<D, unsigned int>(a, la, b, lb, out, n, C_##OP());                       \
+    }
+// The scalar is converted to the compute type once (float for f16/bf16/f32), as PyTorch does.
+#define QUILL_SCALAR_K(OP, TAG, D)                                                           \
+    extern "C" __global__ void scalar_##OP##_##TAG(const D::S* a, Layout la, double s,        \
+                                                   D::S* out, long long n) {                 \
+        const D::C c = (D::C)s;                                                              \
+        map1<D, long long>(a, la, out, n, [=](D::C x) { return B_##OP()(x, c); });           \
+    }
+#define QUILL_RSCALAR_K(OP, TAG, D)                                                          \
+    extern "C" __global__ void rscalar_##OP##_##TAG(const D::S* a, Layout la, double s,       \
+                                                    D::S* out, long long n) {                \
+        const D::C c = (D::C)s;                                                              \
+        map1<D, long long>(a, la, out, n, [=](D::C x) { return B_##OP()(c, x); });           \
+    }
+#define QUILL_WHERE_K(TAG, D)                                                                \
+    extern "C" __global__ void where_##TAG(const unsigned char* c, Layout lc, const D::S* a,  \
+                                           Layout la, const D::S* b, Layout lb, D::S* out,   \
+                                           long long n) {                                    \
+        where_body<D::S, long long>(c, lc, a, la, b, lb, out, n);                            \
+    }                                                                                        \
+    extern "C" __global__ void where32_##TAG(const unsigned char* c, Layout lc, const D::S* a, \
+                                             Layout la, const D::S* b, Layout lb, D::S* out, \
+                                             long long n) {                                  \
+        where_body<D::S, unsigned int>(c, lc, a, la, b, lb, out, n);                         \
+    }
+
+// Op lists; M(OP, TAG, D).
+#define QUILL_UNARY_FLOAT_OPS(M, T, D)                                                       \
+    M(neg, T, D) M(abs, T, D) M(sign, T, D) M(exp, T, D) M(exp2, T, D) M(log, T, D)          \
+    M(log2, T, D) M(log1p, T, D) M(expm1, T, D) M(sqrt, T, D) M(rsqrt, T, D) M(square, T, D) \
+    M(reciprocal, T, D) M(sin, T, D) M(cos, T, D) M(tan, T, D) M(tanh, T, D)                 \
+    M(sigmoid, T, D) M(relu, T, D) M(gelu, T, D) M(gelu_tanh, T, D) M(erf, T, D)             \
+    M(floor, T, D) M(ceil, T, D) M(round, T, D) M(trunc, T, D)
+#define QUILL_UNARY_INT_OPS(M, T, D) M(neg, T, D) M(abs, T, D) M(sign, T, D) M(square, T, D) M(relu, T, D)
+#define QUILL_BINARY_INT_OPS(M, T, D) \
+    M(add, T, D) M(sub, T, D) M(mul, T, D) M(pow, T, D) M(maximum, T, D) M(minimum, T, D) M(remainder, T, D)
+#define QUILL_COMPARE_OPS(M, T, D) M(eq, T, D) M(ne, T, D) M(lt, T, D) M(le, T, D) M(gt, T, D) M(ge, T, D)
+
+#define QUILL_FLOAT_KERNELS(T, D)                                                            \
+    QUILL_UNARY_FLOAT_OPS(QUILL_UNARY_K, T, D)                                               \
+    QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)                                               \
+    QUILL_BINARY_K(div, T, D) QUILL_BINARY_K(atan2, T, D)                                    \
+    QUILL_SCALAR_K(add, T, D) QUILL_SCALAR_K(sub, T, D) QUILL_SCALAR_K(mul, T, D)            \
+    QUILL_SCALAR_K(div, T, D) QUILL_SCALAR_K(pow, T, D) QUILL_SCALAR_K(maximum, T, D)        \
+    QUILL_SCALAR_K(minimum, T, D)                                                            \
+    QUILL_RSCALAR_K(sub, T, D) QUILL_RSCALAR_K(div, T, D) QUILL_RSCALAR_K(pow, T, D)
+QUILL_FLOAT_TAGS(QUILL_FLOAT_KERNELS)
+
+#define QUILL_INT_KERNELS(T, D) \
+    QUILL_UNARY_INT_OPS(QUILL_UNARY_K, T, D) QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)
+QUILL_INT_KERNELS(i32, TI32)
+QUILL_INT_KERNELS(i64, TI64)
+QUILL_INT_KERNELS(u8, TU8)
+
+QUILL_BINARY_K(logical_and, bool, TBool)
+QUILL_BINARY_K(logical_or, bool, TBool)
+QUILL_BINARY_K(logical_xor, bool, TBool)
+
+#define QUILL_COMPARE_WHERE(T, D) QUILL_COMPARE_OPS(QUILL_COMPARE_K, T, D) QUILL_WHERE_K(T, D)
+QUILL_ALL_TAGS(QUILL_COMPARE_WHERE)

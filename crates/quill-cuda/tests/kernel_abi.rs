@@ -1,0 +1,124 @@
+//! The host's launches against the kernels' parameter lists: for each launch shape in
+//! `src/ops.rs` (pointers, by-value layouts, counts, fill values), the PTX that NVRTC makes of
+//! a kernel of that shape must declare exactly those parameters, so a kernel and its launch
+//! cannot drift apart unnoticed on machines without a GPU. Skips without NVRTC unless
+//! `REQUIRE_NVRTC=1` (see tests/nvrtc_compile.rs).
+
+use cudarc::nvrtc::{compile_ptx_with_opts, sys, CompileOptions};
+use quill_cuda::kernels::program;
+
+fn nvrtc() -> bool {
+    // SAFETY: the probe only tries to open the library.
+    if unsafe { sys::is_culib_present() } {
+        return true;
+    }
+    assert!(
+        std::env::var("REQUIRE_NVRTC").as_deref() != Ok("1"),
+        "REQUIRE_NVRTC=1 but libnvrtc.so.13 was not found (scripts/nvrtc-env.sh)"
+    );
+    eprintln!("skipped: libnvrtc not found");
+    false
+}
+
+fn ptx(module: &str) -> String {
+    let opts = CompileOptions {
+        arch: Some("compute_90"),
+        options: vec!["--std=c++17".into()],
+        ..Default::default()
+    };
+    compile_ptx_with_opts(program(module).unwrap(), opts)
+        .unwrap()
+        .to_src()
+}
+
+/// The parameter types of kernel `name` in `ptx`: `u64`, `f32`, ..., or `L` for a 144-byte
+/// by-value layout.
+fn params(ptx: &str, name: &str) -> Vec<String> {
+    let head = format!(".entry {name}(");
+    let start = ptx
+        .find(&head)
+        .unwrap_or_else(|| panic!("no kernel {name}"))
+        + head.len();
+    let end = start + ptx[start..].find(')').unwrap();
+    ptx[start..end]
+        .split(',')
+        .map(|p| {
+            let p = p.trim();
+            if p.contains(".b8") && p.ends_with("[144]") {
+                "L".to_string()
+            } else {
+                p.split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .trim_start_matches('.')
+                    .to_string()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn launches_match_kernel_parameters() {
+    if !nvrtc() {
+        return;
+    }
+    let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let copy = ptx("copy");
+    for name in ["copy_f32", "copy32_bool", "copy_f16"] {
+        assert_eq!(
+            params(&copy, name),
+            p(&["u64", "L", "u64", "L", "u64"]),
+            "{name}"
+        );
+    }
+    // fill passes the value in the dtype's own representation.
+    for (t, v) in [
+        ("f32", "f32"),
+        ("f64", "f64"),
+        ("f16", "u16"),
+        ("bf16", "u16"),
+        ("i32", "u32"),
+        ("i64", "u64"),
+        ("u8", "u8"),
+        ("bool", "u8"),
+    ] {
+        for name in [format!("fill_{t}"), format!("fill32_{t}")] {
+            assert_eq!(params(&copy, &name), p(&["u64", "L", v, "u64"]), "{name}");
+        }
+    }
+    assert_eq!(
+        params(&copy, "cast32_f16_i64"),
+        p(&["u64", "L", "u64", "u64"])
+    );
+    let ew = ptx("elementwise");
+    assert_eq!(
+        params(&ew, "unary32_exp_bf16"),
+        p(&["u64", "L", "u64", "u64"])
+    );
+    for name in [
+        "binary_add_f32",
+        "binary32_remainder_i64",
+        "compare_lt_u8",
+        "binary_logical_or_bool",
+    ] {
+        assert_eq!(
+            params(&ew, name),
+            p(&["u64", "L", "u64", "L", "u64", "u64"]),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        params(&ew, "where32_f64"),
+        p(&["u64", "L", "u64", "L", "u64", "L", "u64", "u64"])
+    );
+    let red = ptx("reduce");
+    for name in [
+        "reduce_sum_rows_f32",
+        "reduce_max_cols_bf16",
+        "argmin_rows_i32",
+    ] {
+        assert_eq!(params(&red, name), p(&["u64"; 5]), "{name}");
+    }
+    assert_eq!(params(&ptx("softmax"), "log_softmax_f16"), p(&["u64"; 4]));
+    assert_eq!(params(&ptx("random"), "philox_normal_f64"), p(&["u64"; 4]));
+}

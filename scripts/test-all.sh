@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test of quill (the README's test command; .ci/run calls it):
+#  1. the workspace on the CPU;
+#  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;
+#     REQUIRE_CUDA=1 turns a skip into a failure on GPU machines);
+#  3. every CUDA kernel source compiled by NVRTC for sm_80 and sm_90, with NVRTC from NVIDIA's
+#     pip wheel (scripts/nvrtc-env.sh), so a kernel that does not compile fails CI without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+cargo test --workspace
+cargo test -p quill --features cuda --test cuda
+nvrtc_dir="$(scripts/nvrtc-env.sh)"
+LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \
+    cargo test -p quill-cuda --test nvrtc_compile
