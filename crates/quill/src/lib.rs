@@ -31,6 +31,11 @@ pub mod cuda {
         device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
         memory_stats, MemoryStats,
     };
+
+    /// Waits until every queued kernel and copy on GPU `ordinal` has finished (for timing).
+    pub fn synchronize(ordinal: usize) -> quill_core::Result<()> {
+        quill_cuda::device(ordinal)?.synchronize()
+    }
 }
 pub use ndarray::NDArray;
 pub use quill_core::{

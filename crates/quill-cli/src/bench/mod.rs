@@ -3,6 +3,8 @@
 
 mod autograd;
 mod copy;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod ops;
 mod peer;
 mod train;
@@ -13,8 +15,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("ops") => ops::run(&args[1..]),
         Some("autograd") => autograd::run(&args[1..]),
         Some("train") => train::run(&args[1..]),
+        #[cfg(feature = "cuda")]
+        Some("cuda") => cuda::run(&args[1..]),
+        #[cfg(feature = "cuda")]
+        Some("--device") if args.get(1).is_some_and(|d| d.starts_with("cuda")) => {
+            cuda::run(&args[2..])
+        }
+        #[cfg(not(feature = "cuda"))]
+        Some("cuda") | Some("--device") => {
+            Err("bench cuda needs a build with `--features cuda`".into())
+        }
         Some(other) => Err(format!(
-            "unknown benchmark '{other}'; available: copy, ops, autograd, train"
+            "unknown benchmark '{other}'; available: copy, ops, autograd, train, cuda"
         )),
     }
 }

@@ -4,11 +4,13 @@
 
 use super::{median, peer::Peer};
 use crate::train::{default_setup, train_epoch};
+use quill::nn::Module;
 use indicatif::ProgressBar;
 use std::time::Instant;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut rounds = 3usize;
+    let mut device = quill::Device::Cpu;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -18,15 +20,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
                     .and_then(|v| v.parse().ok())
                     .ok_or("--rounds needs a number")?
             }
+            "--device" => {
+                let d = it.next().ok_or("--device needs cpu or cuda")?;
+                device =
+                    quill::Device::parse(d).ok_or(format!("--device: '{d}' is not cpu or cuda"))?;
+            }
             other => return Err(format!("bench train: unknown option '{other}'")),
         }
     }
-    quill::in_pool(move || epochs(rounds))
+    quill::in_pool(move || epochs(rounds, device))
 }
 
-fn epochs(rounds: usize) -> Result<(), String> {
+fn epochs(rounds: usize, device: quill::Device) -> Result<(), String> {
     let (model, mut opt, loader) = default_setup()?;
-    let mut peer = Peer::start(include_str!("train_peer.py"));
+    model.to_device(device).map_err(|e| e.to_string())?;
+    let script = match device {
+        quill::Device::Cpu => include_str!("train_peer.py").to_string(),
+        d => format!("DEVICE = \"{d}\"\n{}", include_str!("train_peer.py")),
+    };
+    let mut peer = Peer::start(&script);
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
     println!(
         "quill bench train: one MNIST epoch (60,000 samples) of MLPResNet 784-512x3-10, Adam, batch 128, {} threads, {rounds} rounds, medians; peer: {}",

@@ -31,8 +31,12 @@ def idx(path):
 cases = {}
 if torch is not None:
     torch.manual_seed(0)
+    # `quill bench train --device cuda` prepends DEVICE = "cuda:0"; the data then lives there
+    # (as quill's batches do after to_device) and each epoch ends with a synchronize.
+    dev = torch.device(globals().get("DEVICE", "cpu"))
     x = torch.from_numpy((idx("data/mnist/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0 - 0.1307) / 0.3081).reshape(-1, 784)
     y = torch.from_numpy(idx("data/mnist/train-labels-idx1-ubyte.gz").astype(np.int64))
+    x, y = x.to(dev), y.to(dev)
 
     def block(dim, hidden):
         inner = nn.Sequential(nn.Linear(dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Dropout(0.1), nn.Linear(hidden, dim), nn.BatchNorm1d(dim))
@@ -51,18 +55,20 @@ if torch is not None:
                 h = torch.relu(h + b(h))
             return self.out(h)
 
-    model = Net()
+    model = Net().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
 
     def epoch():
         model.train()
-        perm = torch.randperm(x.shape[0])
+        perm = torch.randperm(x.shape[0], device=dev)
         for i in range(0, x.shape[0], 128):
             idx_ = perm[i : i + 128]
             loss = nn.functional.cross_entropy(model(x[idx_]), y[idx_])
             opt.zero_grad()
             loss.backward()
             opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
 
     cases = {"epoch": epoch}
 
