@@ -13,3 +13,11 @@ cargo test -p quill --features cuda --test cuda
 nvrtc_dir="$(scripts/nvrtc-env.sh)"
 LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \
     cargo test -p quill-cuda --test nvrtc_compile
+# 4. The Python package: built into .py-venv with maturin, tested with pytest (NumPy as the
+#    oracle, hypothesis for random view chains).
+if [ ! -x .py-venv/bin/python ]; then
+    python3 -m venv .py-venv
+fi
+.py-venv/bin/pip install -q "maturin>=1.9,<2" numpy pytest hypothesis
+(cd crates/quill-py && VIRTUAL_ENV="$PWD/../../.py-venv" ../../.py-venv/bin/maturin develop --release -q)
+.py-venv/bin/python -m pytest crates/quill-py/tests -q

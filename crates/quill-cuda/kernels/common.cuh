@@ -5,8 +5,9 @@
 // Kernel naming: NAME_TAG, where TAG is the element type (f32 f64 f16 bf16 i32 i64 u8 bool).
 // Elementwise kernels come in pairs: the plain one does its index math in 64 bits; the twin with
 // "32" appended to the family word (the text before the first '_': copy32_f32, cast32_f32_f16,
-// unary32_exp2_f32, binary32_add_i64, compare32_lt_u8, where32_bool) does it in 32 bits. The host may pick a 32-bit kernel only when n <= 2^31 - 1, every element
-// offset of every layout is < 2^31, and gridDim.x * blockDim.x <= 2^31 (so no index wraps).
+// unary32_exp2_f32, binary32_add_i64, compare32_lt_u8, where32_bool) does it in 32 bits. The
+// host may pick a 32-bit kernel only when n <= 2^31 - 1, every element offset of every layout
+// is < 2^31, and gridDim.x * blockDim.x <= 2^31 (so no index wraps).
 
 #define QUILL_MAX_DIMS 8
 
@@ -108,9 +109,10 @@ QD unsigned short d2h(double d) {
 QD float bf2f(unsigned short b) { return __uint_as_float(((unsigned int)b) << 16); }
 QD unsigned short f2bf(float f) {  // round to nearest even on the bits
     unsigned int u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)       // NaN: truncating could leave an all-zero
-        return (unsigned short)((u >> 16) | 0x40u);  // mantissa (inf); force it quiet instead
-    u += 0x7fffu + ((u >> 16) & 1u);           // carries into the exponent; max finite -> inf
+    // NaN: rounding could carry into the exponent and truncation could leave a zero mantissa
+    // (inf), so keep the sign and top payload bits and set the quiet bit.
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);  // may carry into the exponent; above bf16 max -> inf
     return (unsigned short)(u >> 16);
 }
 // f64 -> bf16 and i64 -> bf16 without double rounding: round toward zero to f32 and set the
@@ -167,7 +169,8 @@ struct TF16 {
     static QD float canon(S v) { return h2f(v); }
     static QD S from(float v) { return f2h(v); }
     static QD S from(double v) { return d2h(v); }
-    // Exact: every integer below 65520 (the overflow threshold) is exact in f32.
+    // Correctly rounded: integers below 65520 (the f16 overflow threshold) are exact in f32, and
+    // every larger one rounds to >= 65520 in f32 and so to inf either way.
     static QD S from(long long v) { return f2h((float)v); }
     static QD S from(bool v) { return v ? (S)0x3c00 : (S)0; }
 };
@@ -243,9 +246,9 @@ QD bool qisnan(bool) { return false; }
 #define QUILL_ARITH(NAME, OP)                                                                 \
     QD float NAME(float a, float b) { return a OP b; }                                        \
     QD double NAME(double a, double b) { return a OP b; }                                     \
-    QD int NAME(int a, int b) { return (int)((unsigned int)a OP(unsigned int) b); }           \
+    QD int NAME(int a, int b) { return (int)((unsigned int)a OP (unsigned int)b); }           \
     QD long long NAME(long long a, long long b) {                                              \
-        return (long long)((unsigned long long)a OP(unsigned long long) b);                   \
+        return (long long)((unsigned long long)a OP (unsigned long long)b);                   \
     }                                                                                         \
     QD unsigned int NAME(unsigned int a, unsigned int b) { return a OP b; }
 QUILL_ARITH(qadd, +)

@@ -4,8 +4,8 @@
 
 use super::{median, peer::Peer};
 use crate::train::{default_setup, train_epoch};
-use quill::nn::Module;
 use indicatif::ProgressBar;
+use quill::nn::Module;
 use std::time::Instant;
 
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -90,7 +90,6 @@ mod imp {
     use super::NDArray;
     use crate::device::{Device, Storage};
     use quill_core::{BinaryOp, DType, Error, Layout, ReduceOp, Result, Scalar, UnaryOp};
-    use quill_cpu::CpuStorage;
     use quill_cuda::{ops, CudaStorage};
 
     fn contiguous(shape: &[usize]) -> Result<Layout> {
@@ -108,58 +107,6 @@ mod imp {
         }
     }
 
-    /// The host bytes of a CPU buffer, little-endian, bool as 0/1 bytes.
-    fn cpu_bytes(s: &CpuStorage) -> Vec<u8> {
-        match s {
-            CpuStorage::Bool(v) => v.iter().map(|&b| b as u8).collect(),
-            CpuStorage::U8(v) => v.clone(),
-            CpuStorage::F32(v) => bytemuck_bytes(v),
-            CpuStorage::F64(v) => bytemuck_bytes(v),
-            CpuStorage::F16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
-            CpuStorage::BF16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
-            CpuStorage::I32(v) => bytemuck_bytes(v),
-            CpuStorage::I64(v) => bytemuck_bytes(v),
-        }
-    }
-
-    fn bytemuck_bytes<T: Copy + ToLe>(v: &[T]) -> Vec<u8> {
-        v.iter().flat_map(|x| x.le()).collect()
-    }
-
-    trait ToLe {
-        fn le(self) -> Vec<u8>;
-    }
-    macro_rules! to_le {
-        ($($t:ty),*) => {$(impl ToLe for $t { fn le(self) -> Vec<u8> { self.to_le_bytes().to_vec() } })*};
-    }
-    to_le!(f32, f64, i32, i64);
-
-    /// A CPU buffer of `dtype` from little-endian bytes.
-    fn cpu_from_bytes(b: &[u8], dtype: DType) -> CpuStorage {
-        fn chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-            b.chunks_exact(N)
-                .map(|c| c.try_into().expect("exact chunks"))
-        }
-        match dtype {
-            DType::Bool => CpuStorage::Bool(b.iter().map(|&x| x != 0).collect()),
-            DType::U8 => CpuStorage::U8(b.to_vec()),
-            DType::F32 => CpuStorage::F32(chunks(b).map(f32::from_le_bytes).collect()),
-            DType::F64 => CpuStorage::F64(chunks(b).map(f64::from_le_bytes).collect()),
-            DType::I32 => CpuStorage::I32(chunks(b).map(i32::from_le_bytes).collect()),
-            DType::I64 => CpuStorage::I64(chunks(b).map(i64::from_le_bytes).collect()),
-            DType::F16 => CpuStorage::F16(
-                chunks(b)
-                    .map(|c| half::f16::from_bits(u16::from_le_bytes(c)))
-                    .collect(),
-            ),
-            DType::BF16 => CpuStorage::BF16(
-                chunks(b)
-                    .map(|c| half::bf16::from_bits(u16::from_le_bytes(c)))
-                    .collect(),
-            ),
-        }
-    }
-
     pub(super) fn to_device(a: &NDArray, device: Device) -> Result<NDArray> {
         match (a.device(), device) {
             (Device::Cpu, Device::Cuda(i)) => {
@@ -168,7 +115,7 @@ mod imp {
                     let g = c.read();
                     let s = g.cpu();
                     let size = c.dtype.size_in_bytes();
-                    let all = cpu_bytes(s);
+                    let all = crate::ndarray::bytes::cpu_bytes(s);
                     let off = c.layout.offset() * size;
                     all[off..off + c.numel() * size].to_vec()
                 };
@@ -179,7 +126,7 @@ mod imp {
                 let c = compact(a)?;
                 let bytes = cuda_of(&c.read()).to_host_bytes()?;
                 Ok(NDArray::from_storage(
-                    Storage::Cpu(cpu_from_bytes(&bytes, c.dtype)),
+                    Storage::Cpu(crate::ndarray::bytes::cpu_from_bytes(&bytes, c.dtype)),
                     contiguous(a.shape())?,
                 ))
             }
@@ -198,7 +145,7 @@ mod imp {
         let s = cuda_of(&g);
         let bytes = s.to_host_bytes()?;
         Ok(NDArray::from_storage(
-            Storage::Cpu(cpu_from_bytes(&bytes, s.dtype())),
+            Storage::Cpu(crate::ndarray::bytes::cpu_from_bytes(&bytes, s.dtype())),
             a.layout.clone(),
         ))
     }

@@ -1,0 +1,21 @@
+"""quill for Python: needle's API (``import quill as ndl``) over quill's Rust core.
+
+``quill.backend_ndarray`` is the strided NDArray level; ``quill.Tensor`` with ``quill.ops``,
+``quill.nn``, ``quill.init``, ``quill.optim`` and ``quill.data`` is the autograd level. Every
+op runs in Rust; the Python here only arranges needle's names around it.
+"""
+from . import _native
+from ._native import Tensor, cpu, cuda, default_device
+from . import backend_ndarray
+from . import autograd
+from . import ops
+from .ops import *  # noqa: F401,F403 - needle exposes its ops at the top level
+from . import init
+from . import nn
+from . import optim
+from . import data
+
+__all__ = [
+    "Tensor", "cpu", "cuda", "default_device", "backend_ndarray", "autograd", "ops", "init",
+    "nn", "optim", "data",
+]

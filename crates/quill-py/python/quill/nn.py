@@ -1,0 +1,215 @@
+"""needle's ``nn``: modules written over quill Tensors (every op runs in Rust)."""
+import numpy as np
+
+from . import init, ops
+from ._native import Tensor, cross_entropy as _cross_entropy
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module reports from ``parameters()``."""
+
+
+def _unpack_params(value):
+    if isinstance(value, Parameter):
+        return [value]
+    if isinstance(value, Module):
+        return value.parameters()
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _unpack_params(v)]
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in _unpack_params(v)]
+    return []
+
+
+def _child_modules(value):
+    if isinstance(value, Module):
+        return [value] + value._children()
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _child_modules(v)]
+    if isinstance(value, (list, tuple)):
+        return [m for v in value for m in _child_modules(v)]
+    return []
+
+
+class Module:
+    def __init__(self):
+        self.training = True
+
+    def parameters(self):
+        return _unpack_params(self.__dict__)
+
+    def _children(self):
+        return _child_modules(self.__dict__)
+
+    def eval(self):
+        self.training = False
+        for m in self._children():
+            m.training = False
+
+    def train(self):
+        self.training = True
+        for m in self._children():
+            m.training = True
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype="float32"):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(
+            init.kaiming_uniform(in_features, out_features, device=device, dtype=dtype)
+        )
+        self.bias = (
+            Parameter(
+                init.kaiming_uniform(out_features, 1, device=device, dtype=dtype).reshape(
+                    (1, out_features)
+                )
+            )
+            if bias
+            else None
+        )
+
+    def forward(self, X):
+        y = X @ self.weight
+        if self.bias is not None:
+            y = y + self.bias.broadcast_to(y.shape)
+        return y
+
+
+class Flatten(Module):
+    def forward(self, X):
+        return X.reshape((X.shape[0], -1))
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return x.tanh()
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return x.sigmoid()
+
+
+class Sequential(Module):
+    def __init__(self, *modules):
+        super().__init__()
+        self.modules = modules
+
+    def forward(self, x):
+        for m in self.modules:
+            x = m(x)
+        return x
+
+
+class SoftmaxLoss(Module):
+    """Mean cross-entropy of logits (N, C) against integer labels (N): quill's fused loss."""
+
+    def forward(self, logits, y):
+        return _cross_entropy(logits, y)
+
+
+class BatchNorm1d(Module):
+    def __init__(self, dim, eps=1e-5, momentum=0.1, device=None, dtype="float32"):
+        super().__init__()
+        self.dim, self.eps, self.momentum = dim, eps, momentum
+        self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
+        self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
+        self.running_mean = init.zeros(dim, device=device, dtype=dtype)
+        self.running_var = init.ones(dim, device=device, dtype=dtype)
+
+    def forward(self, x):
+        n = x.shape[0]
+        w = self.weight.reshape((1, self.dim)).broadcast_to(x.shape)
+        b = self.bias.reshape((1, self.dim)).broadcast_to(x.shape)
+        if self.training:
+            mean = x.sum((0,)) / n
+            centred = x - mean.reshape((1, self.dim)).broadcast_to(x.shape)
+            var = (centred ** 2).sum((0,)) / n
+            m = self.momentum
+            self.running_mean.data = self.running_mean.data * (1 - m) + mean.data * m
+            self.running_var.data = self.running_var.data * (1 - m) + var.data * m
+            std = (var + self.eps) ** 0.5
+            return w * centred / std.reshape((1, self.dim)).broadcast_to(x.shape) + b
+        rm = self.running_mean.reshape((1, self.dim)).broadcast_to(x.shape)
+        rv = self.running_var.reshape((1, self.dim)).broadcast_to(x.shape)
+        return w * (x - rm) / ((rv + self.eps) ** 0.5) + b
+
+
+class LayerNorm1d(Module):
+    def __init__(self, dim, eps=1e-5, device=None, dtype="float32"):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
+        self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
+
+    def forward(self, x):
+        n, d = x.shape
+        mean = (x.sum((1,)) / d).reshape((n, 1)).broadcast_to(x.shape)
+        centred = x - mean
+        var = ((centred ** 2).sum((1,)) / d).reshape((n, 1)).broadcast_to(x.shape)
+        w = self.weight.reshape((1, d)).broadcast_to(x.shape)
+        b = self.bias.reshape((1, d)).broadcast_to(x.shape)
+        return w * centred / ((var + self.eps) ** 0.5) + b
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        mask = init.randb(*x.shape, p=1 - self.p, dtype=x.dtype, device=x.device)
+        return x * mask / (1 - self.p)
+
+
+class Residual(Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) + x
+
+
+class Conv(Module):
+    """2-D convolution on NCHW input with 'same' padding for odd kernels (needle's Conv)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, bias=True,
+                 device=None, dtype="float32"):
+        super().__init__()
+        k = kernel_size[0] if isinstance(kernel_size, tuple) else kernel_size
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = k, stride, k // 2
+        fan_in, fan_out = in_channels * k * k, out_channels * k * k
+        self.weight = Parameter(
+            init.kaiming_uniform(fan_in, fan_out, shape=(k, k, in_channels, out_channels),
+                                 device=device, dtype=dtype)
+        )
+        if bias:
+            bound = 1.0 / np.sqrt(fan_in)
+            self.bias = Parameter(init.rand(out_channels, low=-bound, high=bound,
+                                            device=device, dtype=dtype))
+        else:
+            self.bias = None
+
+    def forward(self, x):
+        y = ops.conv(x.permute([0, 2, 3, 1]), self.weight, self.stride, self.padding)
+        if self.bias is not None:
+            y = y + self.bias.reshape((1, 1, 1, self.out_channels)).broadcast_to(y.shape)
+        return y.permute([0, 3, 1, 2])

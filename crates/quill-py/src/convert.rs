@@ -1,0 +1,208 @@
+//! What crosses the boundary: quill errors as the Python exceptions users expect (ValueError
+//! for shapes, IndexError for indices and axes, TypeError for dtypes, RuntimeError for
+//! devices), dtype names, index expressions, and values from NumPy (through `tobytes`).
+
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyEllipsis, PyFloat, PyInt, PySlice, PyTuple};
+use quill::{DType, Error, NDArray, Scalar, SliceArg};
+
+pub fn err(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::IndexOutOfRange { .. } | Error::AxisOutOfRange { .. } => PyIndexError::new_err(msg),
+        Error::DTypeMismatch { .. } => PyTypeError::new_err(msg),
+        // NumPy raises IndexError for malformed index expressions and TypeError for ops a
+        // dtype does not define (bool subtraction, say).
+        Error::InvalidArgument { op: "slice", .. } => PyIndexError::new_err(msg),
+        Error::InvalidArgument { .. } if msg.contains("not defined for") => {
+            PyTypeError::new_err(msg)
+        }
+        Error::Device { .. } | Error::DeviceMismatch { .. } => PyRuntimeError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+pub trait Q<T> {
+    fn q(self) -> PyResult<T>;
+}
+impl<T> Q<T> for quill::Result<T> {
+    fn q(self) -> PyResult<T> {
+        self.map_err(err)
+    }
+}
+
+/// NumPy's name for a dtype.
+pub fn np_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+        DType::U8 => "uint8",
+        DType::Bool => "bool",
+    }
+}
+
+/// A dtype from a name (`"float32"`, `"f32"`, `"int64"`, ...) or a NumPy dtype / type.
+pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let name: String = match obj.extract::<String>() {
+        Ok(s) => s,
+        Err(_) => {
+            let np = obj.py().import("numpy")?;
+            np.call_method1("dtype", (obj,))?
+                .getattr("name")?
+                .extract()?
+        }
+    };
+    DType::parse(&name).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "unsupported dtype '{name}': quill has float32, float64, float16, bfloat16, int32, \
+             int64, uint8 and bool"
+        ))
+    })
+}
+
+/// A Python number as a weak scalar.
+pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if obj.is_instance_of::<PyBool>() {
+        return obj.extract::<bool>().ok().map(Scalar::B);
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj.extract::<i64>().ok().map(Scalar::I);
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return obj.extract::<f64>().ok().map(Scalar::F);
+    }
+    None
+}
+
+/// An array from anything NumPy can make an array of. Python floats become float32 (needle's
+/// default), a NumPy array keeps its dtype unless `dtype` is given.
+pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> PyResult<NDArray> {
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    // NumPy arrays and NumPy scalars keep their dtype; Python floats become float32.
+    let is_ndarray =
+        obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance(&np.getattr("generic")?)?;
+    let target = match dtype {
+        Some(DType::BF16) => Some("float32"), // NumPy has no bfloat16: cast after.
+        Some(d) => Some(np_name(d)),
+        None => None,
+    };
+    // `asarray(order="C")`, not `ascontiguousarray`, which turns 0-d arrays into 1-d ones.
+    let c_order = |x: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
+        let kw = pyo3::types::PyDict::new(py);
+        kw.set_item("order", "C")?;
+        np.call_method("asarray", (x,), Some(&kw))
+    };
+    let mut arr = c_order(obj)?;
+    if let Some(t) = target {
+        arr = arr.call_method1("astype", (t,))?;
+    } else {
+        let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+        let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+        let to = match (kind.as_str(), name.as_str(), is_ndarray) {
+            ("f", "float64", false) => Some("float32"),
+            ("f", "float32" | "float64" | "float16", _) => None,
+            ("f", _, _) => Some("float64"),
+            ("i", "int32" | "int64", _) => None,
+            ("i", _, _) | ("u", "uint16" | "uint32", _) => Some("int64"),
+            ("u", "uint8", _) | ("b", _, _) => None,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "cannot make a quill array from NumPy dtype {name}"
+                )))
+            }
+        };
+        if let Some(t) = to {
+            arr = arr.call_method1("astype", (t,))?;
+        }
+    }
+    let arr = c_order(&arr)?;
+    let name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    let d = DType::parse(&name).ok_or_else(|| PyTypeError::new_err(name.clone()))?;
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    // Little-endian bytes: NumPy's native order here (x86_64 / aarch64).
+    let bytes = arr.call_method0("tobytes")?;
+    let bytes = bytes.cast::<PyBytes>()?;
+    let a = NDArray::from_le_bytes(bytes.as_bytes(), &shape, d).q()?;
+    Ok(match dtype {
+        Some(DType::BF16) => a.astype(DType::BF16),
+        _ => a,
+    })
+}
+
+/// A NumPy array with `a`'s elements (a copy, C order; bfloat16 comes out as float32).
+pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>> {
+    let np = py.import("numpy")?;
+    let a = if a.dtype() == DType::BF16 {
+        a.astype(DType::F32)
+    } else {
+        a.clone()
+    };
+    let bytes = a.to_le_bytes().q()?;
+    let buf = pyo3::types::PyByteArray::new(py, &bytes);
+    let flat = np.call_method1("frombuffer", (buf, np_name(a.dtype())))?;
+    flat.call_method1("reshape", (PyTuple::new(py, a.shape())?,))
+}
+
+/// One index expression (`a[...]`) as slice arguments.
+pub fn index_of(idx: &Bound<'_, PyAny>) -> PyResult<Vec<SliceArg>> {
+    let one = |x: &Bound<'_, PyAny>| -> PyResult<SliceArg> {
+        if x.is_none() {
+            return Ok(SliceArg::NewAxis);
+        }
+        if x.is_instance_of::<PyEllipsis>() {
+            return Ok(SliceArg::Ellipsis);
+        }
+        if let Ok(s) = x.cast::<PySlice>() {
+            let get = |name: &str| -> PyResult<Option<isize>> {
+                let v = s.getattr(name)?;
+                if v.is_none() {
+                    Ok(None)
+                } else {
+                    v.extract::<isize>().map(Some)
+                }
+            };
+            let step = get("step")?.unwrap_or(1);
+            if step == 0 {
+                return Err(PyValueError::new_err("slice step cannot be zero"));
+            }
+            return Ok(SliceArg::Range {
+                start: get("start")?,
+                stop: get("stop")?,
+                step,
+            });
+        }
+        if x.is_instance_of::<PyBool>() {
+            return Err(PyIndexError::new_err(
+                "boolean indices are not supported; use where or a mask multiply",
+            ));
+        }
+        match x.extract::<isize>() {
+            Ok(i) => Ok(SliceArg::Index(i)),
+            Err(_) => Err(PyIndexError::new_err(format!(
+                "only integers, slices, None and ... are valid indices, got {}",
+                x.get_type().name()?
+            ))),
+        }
+    };
+    match idx.cast::<PyTuple>() {
+        Ok(t) => t.iter().map(|x| one(&x)).collect(),
+        Err(_) => Ok(vec![one(idx)?]),
+    }
+}
+
+/// A shape given as a tuple / list, or as separate ints (`reshape(2, 3)`).
+pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
+    if args.len() == 1 {
+        let first = args.get_item(0)?;
+        if let Ok(v) = first.extract::<Vec<isize>>() {
+            return Ok(v);
+        }
+    }
+    args.extract()
+}

@@ -1,0 +1,476 @@
+//! `quill.backend_ndarray.NDArray`: needle's NDArray over quill's (views share the buffer,
+//! any strides, negative steps), with NumPy semantics where needle is silent (integer indices
+//! drop their dim, comparisons give bool arrays, dtype promotion).
+
+use crate::convert::{
+    dtype_of, from_numpy_like, index_of, np_name, scalar_of, shape_args, to_numpy, Q,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use quill::{BinaryOp, DType, Device, NDArray as Core, Scalar, UnaryOp};
+
+/// A device as needle names it: `quill.cpu()`, `quill.cuda()`.
+#[pyclass(name = "BackendDevice", module = "quill.backend_ndarray", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyDevice {
+    pub device: Device,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[getter]
+    fn name(&self) -> String {
+        match self.device {
+            Device::Cpu => "cpu".into(),
+            Device::Cuda(_) => "cuda".into(),
+        }
+    }
+    /// Whether arrays can live on this device in this build, on this machine.
+    fn enabled(&self) -> bool {
+        match self.device {
+            Device::Cpu => true,
+            Device::Cuda(i) => Device::cuda_device_count() > i,
+        }
+    }
+    fn __repr__(&self) -> String {
+        match self.device {
+            Device::Cpu => "cpu()".into(),
+            Device::Cuda(0) => "cuda()".into(),
+            Device::Cuda(i) => format!("cuda({i})"),
+        }
+    }
+    fn __hash__(&self) -> u64 {
+        match self.device {
+            Device::Cpu => 0,
+            Device::Cuda(i) => 1 + i as u64,
+        }
+    }
+}
+
+#[pyfunction]
+pub fn cpu() -> PyDevice {
+    PyDevice {
+        device: Device::Cpu,
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (index = 0))]
+pub fn cuda(index: usize) -> PyDevice {
+    PyDevice {
+        device: Device::Cuda(index),
+    }
+}
+
+#[pyfunction]
+pub fn default_device() -> PyDevice {
+    cpu()
+}
+
+#[pyclass(name = "NDArray", module = "quill.backend_ndarray", subclass)]
+#[derive(Clone)]
+pub struct PyNDArray {
+    pub inner: Core,
+}
+
+impl PyNDArray {
+    pub fn wrap(inner: Core) -> PyNDArray {
+        PyNDArray { inner }
+    }
+}
+
+/// The other operand of a binary op: an NDArray, a Python number (weak, as NumPy 2), or
+/// anything NumPy can make an array of.
+enum Operand {
+    Array(Core),
+    Scalar(Scalar),
+}
+
+fn operand(x: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    if let Ok(a) = x.extract::<PyRef<PyNDArray>>() {
+        return Ok(Operand::Array(a.inner.clone()));
+    }
+    if let Some(s) = scalar_of(x) {
+        return Ok(Operand::Scalar(s));
+    }
+    Ok(Operand::Array(from_numpy_like(x, None)?))
+}
+
+fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<Core> {
+    match operand(other)? {
+        Operand::Scalar(s) => a.binary_scalar(op, s, reversed).q(),
+        Operand::Array(b) if reversed => b.binary(op, a).q(),
+        Operand::Array(b) => a.binary(op, &b).q(),
+    }
+}
+
+fn axes_of(axis: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    match axis {
+        None => Ok(None),
+        Some(a) if a.is_none() => Ok(None),
+        Some(a) => match a.extract::<isize>() {
+            Ok(i) => Ok(Some(vec![i])),
+            Err(_) => a.extract::<Vec<isize>>().map(Some),
+        },
+    }
+}
+
+fn usize_shape(v: &[isize], op: &str) -> PyResult<Vec<usize>> {
+    v.iter()
+        .map(|&d| {
+            usize::try_from(d)
+                .map_err(|_| PyValueError::new_err(format!("{op}: negative dimension {d}")))
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyNDArray {
+    #[new]
+    #[pyo3(signature = (data, device = None, dtype = None))]
+    fn new(
+        data: &Bound<'_, PyAny>,
+        device: Option<PyRef<PyDevice>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let dtype = dtype.map(dtype_of).transpose()?;
+        let a = match data.extract::<PyRef<PyNDArray>>() {
+            Ok(o) => o.inner.astype(dtype.unwrap_or(o.inner.dtype())),
+            Err(_) => from_numpy_like(data, dtype)?,
+        };
+        let dev = device.map_or(Device::Cpu, |d| d.device);
+        Ok(PyNDArray::wrap(a.to_device(dev).q()?))
+    }
+
+    /// needle's `make`: a view of `shape` / `strides` / `offset` over `handle`'s buffer, or a
+    /// new zero-filled buffer just large enough for them.
+    #[staticmethod]
+    #[pyo3(signature = (shape, strides = None, device = None, handle = None, offset = 0, dtype = None))]
+    fn make(
+        shape: Vec<usize>,
+        strides: Option<Vec<isize>>,
+        device: Option<PyRef<PyDevice>>,
+        handle: Option<PyRef<PyNDArray>>,
+        offset: usize,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let dtype = dtype.map(dtype_of).transpose()?.unwrap_or(DType::F32);
+        let strides = strides.unwrap_or_else(|| {
+            let mut s = vec![1isize; shape.len()];
+            for i in (0..shape.len().saturating_sub(1)).rev() {
+                s[i] = s[i + 1] * shape[i + 1].max(1) as isize;
+            }
+            s
+        });
+        let base = match handle {
+            Some(h) => h.inner.clone(),
+            None => {
+                if strides.iter().any(|&s| s < 0) {
+                    return Err(PyValueError::new_err(
+                        "make: negative strides need a handle (a buffer to view)",
+                    ));
+                }
+                let reach: usize = shape
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&d, &s)| d.saturating_sub(1) * s as usize)
+                    .sum();
+                let len = if shape.contains(&0) {
+                    0
+                } else {
+                    offset + reach + 1
+                };
+                Core::zeros(&[len], dtype).q()?
+            }
+        };
+        let v = base.as_strided(&shape, &strides, offset).q()?;
+        let dev = device.map_or(v.device(), |d| d.device);
+        Ok(PyNDArray::wrap(v.to_device(dev).q()?))
+    }
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.strides())
+    }
+    #[getter]
+    fn offset(&self) -> usize {
+        self.inner.offset()
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.numel()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        np_name(self.inner.dtype())
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {
+            device: self.inner.device(),
+        }
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
+    }
+
+    /// needle's `is_compact`: contiguous and covering its whole buffer.
+    fn is_compact(&self) -> bool {
+        let a = &self.inner;
+        a.is_contiguous() && a.offset() == 0 && a.numel() == a.buffer_len()
+    }
+    fn compact(&self) -> Self {
+        if self.is_compact() {
+            self.clone()
+        } else {
+            PyNDArray::wrap(self.inner.deep_copy())
+        }
+    }
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.reshape(&shape_args(shape)?).q()?,
+        ))
+    }
+    #[pyo3(signature = (*axes))]
+    fn permute(&self, axes: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.permute(&shape_args(axes)?).q()?))
+    }
+    #[pyo3(signature = (*shape))]
+    fn broadcast_to(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        let s = usize_shape(&shape_args(shape)?, "broadcast_to")?;
+        Ok(PyNDArray::wrap(self.inner.broadcast_to(&s).q()?))
+    }
+    #[pyo3(signature = (axes = None))]
+    fn flip(&self, axes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let ax = axes_of(axes)?.unwrap_or_else(|| (0..self.inner.ndim() as isize).collect());
+        Ok(PyNDArray::wrap(self.inner.flip(&ax).q()?))
+    }
+    fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.astype(dtype_of(dtype)?)))
+    }
+    fn to(&self, device: PyRef<PyDevice>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
+    }
+    fn fill(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let s = scalar_of(value).ok_or_else(|| PyTypeError::new_err("fill takes a number"))?;
+        self.inner.assign_scalar(s).q()
+    }
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)
+    }
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy; // always a copy: the buffer is not shared with NumPy
+        let a = to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) if !d.is_none() => a.call_method1("astype", (d,)),
+            _ => Ok(a),
+        }
+    }
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = to_numpy(py, &self.inner)?;
+        v.call_method0("item")
+    }
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)?.call_method0("tolist")
+    }
+
+    fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.slice(&index_of(idx)?).q()?))
+    }
+    fn __setitem__(&self, idx: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let view = self.inner.slice(&index_of(idx)?).q()?;
+        match operand(value)? {
+            Operand::Scalar(s) => view.assign_scalar(s).q(),
+            Operand::Array(a) => view.assign(&a).q(),
+        }
+    }
+
+    fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Add, o, false).map(PyNDArray::wrap)
+    }
+    fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Add, o, true).map(PyNDArray::wrap)
+    }
+    fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Sub, o, false).map(PyNDArray::wrap)
+    }
+    fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Sub, o, true).map(PyNDArray::wrap)
+    }
+    fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Mul, o, false).map(PyNDArray::wrap)
+    }
+    fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Mul, o, true).map(PyNDArray::wrap)
+    }
+    fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Div, o, false).map(PyNDArray::wrap)
+    }
+    fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Div, o, true).map(PyNDArray::wrap)
+    }
+    fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Remainder, o, false).map(PyNDArray::wrap)
+    }
+    fn __pow__(&self, o: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !modulo.is_none() {
+            return Err(PyTypeError::new_err(
+                "pow() with a modulus is not supported",
+            ));
+        }
+        let int = !self.inner.dtype().is_float() && self.inner.dtype() != DType::Bool;
+        if int {
+            let negative = match operand(o)? {
+                Operand::Scalar(Scalar::I(e)) => e < 0,
+                Operand::Array(b) if !b.dtype().is_float() => b
+                    .lt_scalar(0)
+                    .q()?
+                    .any(None, false)
+                    .q()?
+                    .item::<bool>()
+                    .q()?,
+                _ => false,
+            };
+            if negative {
+                return Err(PyValueError::new_err(
+                    "Integers to negative integer powers are not allowed (as NumPy); cast to \
+                     float first",
+                ));
+            }
+        }
+        binary(&self.inner, BinaryOp::Pow, o, false).map(PyNDArray::wrap)
+    }
+    fn __rpow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Pow, o, true).map(PyNDArray::wrap)
+    }
+    fn __matmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        match operand(o)? {
+            Operand::Array(b) => Ok(PyNDArray::wrap(self.inner.matmul(&b).q()?)),
+            Operand::Scalar(_) => Err(PyValueError::new_err(
+                "matmul: operands must have at least one dim (multiply by a scalar with *)",
+            )),
+        }
+    }
+    fn __rmatmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        match operand(o)? {
+            Operand::Array(b) => Ok(PyNDArray::wrap(b.matmul(&self.inner).q()?)),
+            Operand::Scalar(_) => Err(PyValueError::new_err(
+                "matmul: operands must have at least one dim (multiply by a scalar with *)",
+            )),
+        }
+    }
+    fn __neg__(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Neg).q()?))
+    }
+    fn __abs__(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Abs).q()?))
+    }
+    fn __eq__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Eq, o, false).map(PyNDArray::wrap)
+    }
+    fn __ne__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Ne, o, false).map(PyNDArray::wrap)
+    }
+    fn __lt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Lt, o, false).map(PyNDArray::wrap)
+    }
+    fn __le__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Le, o, false).map(PyNDArray::wrap)
+    }
+    fn __gt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Gt, o, false).map(PyNDArray::wrap)
+    }
+    fn __ge__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Ge, o, false).map(PyNDArray::wrap)
+    }
+    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Maximum, o, false).map(PyNDArray::wrap)
+    }
+    fn minimum(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Minimum, o, false).map(PyNDArray::wrap)
+    }
+    fn log(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Log).q()?))
+    }
+    fn exp(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Exp).q()?))
+    }
+    fn tanh(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Tanh).q()?))
+    }
+    fn sqrt(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Sqrt).q()?))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn sum(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
+        let ax = axes_of(axis)?;
+        Ok(PyNDArray::wrap(
+            self.inner.sum(ax.as_deref(), keepdims).q()?,
+        ))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn max(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
+        let ax = axes_of(axis)?;
+        Ok(PyNDArray::wrap(
+            self.inner.max(ax.as_deref(), keepdims).q()?,
+        ))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn min(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
+        let ax = axes_of(axis)?;
+        Ok(PyNDArray::wrap(
+            self.inner.min(ax.as_deref(), keepdims).q()?,
+        ))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn mean(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
+        let ax = axes_of(axis)?;
+        Ok(PyNDArray::wrap(
+            self.inner.mean(ax.as_deref(), keepdims).q()?,
+        ))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmax(&self, axis: Option<isize>, keepdims: bool) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.argmax(axis, keepdims).q()?))
+    }
+
+    fn __repr__(&self) -> String {
+        let dev = match self.inner.device() {
+            Device::Cpu => "cpu()".to_string(),
+            d => d.to_string(),
+        };
+        format!("NDArray({}, device={dev})", self.inner)
+    }
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.inner.numel() != 1 {
+            return Err(PyValueError::new_err(format!(
+                "the truth value of an array with {} elements is ambiguous; use any() or all()",
+                self.inner.numel()
+            )));
+        }
+        self.inner.item::<bool>().q()
+    }
+}

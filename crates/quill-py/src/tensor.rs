@@ -1,0 +1,420 @@
+//! `quill.Tensor`: needle's Tensor (an array in the autograd graph) over quill's. Every op is
+//! quill's differentiable op; `backward` is quill's engine. Tensors hold `Rc` graph nodes, so
+//! a Tensor stays on the Python thread that made it (`unsendable`).
+
+use crate::convert::{dtype_of, from_numpy_like, index_of, np_name, scalar_of, to_numpy, Q};
+use crate::ndarray::{PyDevice, PyNDArray};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use quill::tensor::{no_grad, Tensor};
+use quill::{BinaryOp, DType, Device, NDArray, Scalar, UnaryOp};
+
+#[pyclass(name = "Tensor", module = "quill", unsendable, subclass)]
+#[derive(Clone)]
+pub struct PyTensor {
+    pub inner: Tensor,
+}
+
+fn wrap(t: Tensor) -> PyTensor {
+    PyTensor { inner: t }
+}
+
+enum Other {
+    T(Tensor),
+    S(Scalar),
+}
+
+fn other(x: &Bound<'_, PyAny>) -> PyResult<Other> {
+    if let Ok(t) = x.extract::<PyRef<PyTensor>>() {
+        return Ok(Other::T(t.inner.clone()));
+    }
+    if let Some(s) = scalar_of(x) {
+        return Ok(Other::S(s));
+    }
+    if let Ok(a) = x.extract::<PyRef<PyNDArray>>() {
+        return Ok(Other::T(Tensor::new(a.inner.clone())));
+    }
+    Ok(Other::T(Tensor::new(from_numpy_like(x, None)?)))
+}
+
+fn bin(a: &Tensor, op: BinaryOp, o: &Bound<'_, PyAny>, reversed: bool) -> PyResult<PyTensor> {
+    let t = match other(o)? {
+        Other::S(s) => a.binary_scalar(op, s, reversed),
+        Other::T(b) if reversed => b.binary(op, a),
+        Other::T(b) => a.binary(op, &b),
+    };
+    Ok(wrap(t.q()?))
+}
+
+/// needle's `axes` argument: None (all), an int, or a tuple of ints.
+fn axes(a: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    match a {
+        None => Ok(None),
+        Some(x) if x.is_none() => Ok(None),
+        Some(x) => match x.extract::<isize>() {
+            Ok(i) => Ok(Some(vec![i])),
+            Err(_) => x.extract::<Vec<isize>>().map(Some),
+        },
+    }
+}
+
+fn shape_of(x: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
+    match x.extract::<isize>() {
+        Ok(i) => Ok(vec![i]),
+        Err(_) => x.extract(),
+    }
+}
+
+fn to_usize(v: &[isize]) -> PyResult<Vec<usize>> {
+    v.iter()
+        .map(|&d| usize::try_from(d).map_err(|_| PyValueError::new_err("negative dimension")))
+        .collect()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `Tensor(data, device=None, dtype="float32", requires_grad=True)` as needle: data is an
+    /// NDArray, a Tensor (its data is copied), or anything NumPy takes.
+    #[new]
+    #[pyo3(signature = (data, device = None, dtype = None, requires_grad = true))]
+    fn new(
+        data: &Bound<'_, PyAny>,
+        device: Option<PyRef<PyDevice>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        requires_grad: bool,
+    ) -> PyResult<Self> {
+        let dtype = dtype.map(dtype_of).transpose()?;
+        let a: NDArray = if let Ok(t) = data.extract::<PyRef<PyTensor>>() {
+            t.inner.array().deep_copy()
+        } else if let Ok(a) = data.extract::<PyRef<PyNDArray>>() {
+            a.inner.clone()
+        } else {
+            // needle's default dtype is float32: float data becomes float32 unless `dtype`
+            // says otherwise; integer and bool data keep their dtype.
+            let a = from_numpy_like(data, dtype)?;
+            if dtype.is_none() && a.dtype() == DType::F64 {
+                a.astype(DType::F32)
+            } else {
+                a
+            }
+        };
+        let a = match dtype {
+            Some(d) if d != a.dtype() => a.astype(d),
+            _ => a,
+        };
+        let a = a.to_device(device.map_or(a.device(), |d| d.device)).q()?;
+        let rg = requires_grad && a.dtype().is_float();
+        Ok(wrap(Tensor::from_array(a, rg).q()?))
+    }
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.numel()
+    }
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        np_name(self.inner.dtype())
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {
+            device: self.inner.device(),
+        }
+    }
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.inner.requires_grad()
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+    #[getter]
+    fn grad(&self) -> Option<PyTensor> {
+        self.inner.grad().map(wrap)
+    }
+    #[setter]
+    fn set_grad(&self, g: Option<PyRef<PyTensor>>) -> PyResult<()> {
+        self.inner.set_grad(g.map(|g| g.inner.clone())).q()
+    }
+    /// A tensor outside the graph that shares this one's data (needle's `.data`).
+    #[getter]
+    fn data(&self) -> PyTensor {
+        wrap(self.inner.detach())
+    }
+    /// Overwrites this tensor's values in place (needle optimizers: `p.data = ...`); every
+    /// holder of this tensor sees the new values.
+    #[setter]
+    fn set_data(&self, v: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _g = no_grad();
+        match other(v)? {
+            Other::T(t) => self.inner.array().assign(t.array()).q(),
+            Other::S(s) => self.inner.array().assign_scalar(s).q(),
+        }
+    }
+    fn detach(&self) -> PyTensor {
+        wrap(self.inner.detach())
+    }
+    fn realize_cached_data(&self) -> PyNDArray {
+        PyNDArray::wrap(self.inner.array().clone())
+    }
+    #[getter]
+    fn cached_data(&self) -> PyNDArray {
+        self.realize_cached_data()
+    }
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, self.inner.array())
+    }
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let a = to_numpy(py, self.inner.array())?;
+        match dtype {
+            Some(d) if !d.is_none() => a.call_method1("astype", (d,)),
+            _ => Ok(a),
+        }
+    }
+    fn item(&self) -> PyResult<f64> {
+        self.inner.item().q()
+    }
+    fn to(&self, device: PyRef<PyDevice>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.to_device(device.device).q()?))
+    }
+    fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.astype(dtype_of(dtype)?).q()?))
+    }
+
+    /// Gradients of this tensor (seeded with `out_grad`, or ones) into every leaf's `.grad`.
+    #[pyo3(signature = (out_grad = None))]
+    fn backward(&self, out_grad: Option<PyRef<PyTensor>>) -> PyResult<()> {
+        match out_grad {
+            Some(g) => self.inner.backward_with(&g.inner).q(),
+            None if self.inner.numel() == 1 => self.inner.backward().q(),
+            None => self.inner.backward_with(&self.inner.ones_like().q()?).q(),
+        }
+    }
+
+    fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Add, o, false)
+    }
+    fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Add, o, true)
+    }
+    fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Sub, o, false)
+    }
+    fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Sub, o, true)
+    }
+    fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Mul, o, false)
+    }
+    fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Mul, o, true)
+    }
+    fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Div, o, false)
+    }
+    fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Div, o, true)
+    }
+    fn __pow__(&self, o: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        if !modulo.is_none() {
+            return Err(PyTypeError::new_err(
+                "pow() with a modulus is not supported",
+            ));
+        }
+        bin(&self.inner, BinaryOp::Pow, o, false)
+    }
+    fn __rpow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Pow, o, true)
+    }
+    fn __matmul__(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.matmul(&o.inner).q()?))
+    }
+    fn matmul(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
+        self.__matmul__(o)
+    }
+    fn __neg__(&self) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.neg().q()?))
+    }
+    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bin(&self.inner, BinaryOp::Maximum, o, false)
+    }
+    fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.slice(&index_of(idx)?).q()?))
+    }
+
+    /// Elementwise `op` by its name in quill's vocabulary (`exp`, `relu`, `tanh`, ...).
+    fn unary(&self, op: &str) -> PyResult<PyTensor> {
+        let u = UnaryOp::ALL
+            .into_iter()
+            .find(|u| u.name() == op)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown unary op '{op}'")))?;
+        Ok(wrap(self.inner.unary(u).q()?))
+    }
+    fn exp(&self) -> PyResult<PyTensor> {
+        self.unary("exp")
+    }
+    fn log(&self) -> PyResult<PyTensor> {
+        self.unary("log")
+    }
+    fn relu(&self) -> PyResult<PyTensor> {
+        self.unary("relu")
+    }
+    fn tanh(&self) -> PyResult<PyTensor> {
+        self.unary("tanh")
+    }
+    fn sigmoid(&self) -> PyResult<PyTensor> {
+        self.unary("sigmoid")
+    }
+    fn sqrt(&self) -> PyResult<PyTensor> {
+        self.unary("sqrt")
+    }
+
+    #[pyo3(signature = (axes = None, keepdims = false))]
+    fn sum(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
+        let a = self::axes(axes)?;
+        Ok(wrap(self.inner.sum(a.as_deref(), keepdims).q()?))
+    }
+    #[pyo3(signature = (axes = None, keepdims = false))]
+    fn mean(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
+        let a = self::axes(axes)?;
+        Ok(wrap(self.inner.mean(a.as_deref(), keepdims).q()?))
+    }
+    #[pyo3(signature = (axes = None, keepdims = false))]
+    fn max(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
+        let a = self::axes(axes)?;
+        Ok(wrap(self.inner.max(a.as_deref(), keepdims).q()?))
+    }
+    #[pyo3(signature = (axes = None, keepdims = false))]
+    fn logsumexp(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
+        let a = self::axes(axes)?;
+        Ok(wrap(self.inner.logsumexp(a.as_deref(), keepdims).q()?))
+    }
+    fn log_softmax(&self, axis: isize) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.log_softmax(axis).q()?))
+    }
+    fn softmax(&self, axis: isize) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.softmax(axis).q()?))
+    }
+    fn reshape(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.reshape(&shape_of(shape)?).q()?))
+    }
+    fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        Ok(wrap(
+            self.inner.broadcast_to(&to_usize(&shape_of(shape)?)?).q()?,
+        ))
+    }
+    /// needle's `transpose`: swaps the last two axes, or the two given.
+    #[pyo3(signature = (axes = None))]
+    fn transpose(&self, axes: Option<(isize, isize)>) -> PyResult<PyTensor> {
+        let (a, b) = axes.unwrap_or((-2, -1));
+        Ok(wrap(self.inner.transpose(a, b).q()?))
+    }
+    fn permute(&self, axes: Vec<isize>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.permute(&axes).q()?))
+    }
+    fn flip(&self, axes: Vec<isize>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.flip(&axes).q()?))
+    }
+    /// Splits along `axis` into its slices, each without that axis (needle's `split`).
+    fn split<'py>(&self, py: Python<'py>, axis: isize) -> PyResult<Bound<'py, PyList>> {
+        let nd = self.inner.ndim() as isize;
+        let ax = if axis < 0 { axis + nd } else { axis };
+        if !(0..nd).contains(&ax) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "split: axis {axis} out of range for rank {nd}"
+            )));
+        }
+        let n = self.inner.shape()[ax as usize];
+        let parts = self.inner.split(&vec![1; n], ax).q()?;
+        let out: Vec<PyTensor> = parts
+            .into_iter()
+            .map(|p| p.squeeze(&[ax]).map(wrap))
+            .collect::<quill::Result<_>>()
+            .q()?;
+        PyList::new(py, out)
+    }
+    fn __repr__(&self) -> String {
+        let dev = match self.inner.device() {
+            Device::Cpu => "cpu()".to_string(),
+            d => d.to_string(),
+        };
+        format!("quill.Tensor({}, device={dev})", self.inner.array())
+    }
+    fn __str__(&self) -> String {
+        self.inner.array().to_string()
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+}
+
+/// `stack(tensors, axis)`: differentiable.
+#[pyfunction]
+pub fn stack(tensors: Vec<PyRef<PyTensor>>, axis: isize) -> PyResult<PyTensor> {
+    let ts: Vec<Tensor> = tensors.iter().map(|t| t.inner.clone()).collect();
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    Ok(wrap(Tensor::stack(&refs, axis).q()?))
+}
+
+/// 2-D convolution on NCHW tensors with an OIHW weight (quill's im2col + matmul).
+#[pyfunction]
+#[pyo3(signature = (x, w, bias = None, stride = 1, padding = 0))]
+pub fn conv2d(
+    x: PyRef<PyTensor>,
+    w: PyRef<PyTensor>,
+    bias: Option<PyRef<PyTensor>>,
+    stride: usize,
+    padding: usize,
+) -> PyResult<PyTensor> {
+    let b = bias.as_ref().map(|b| &b.inner);
+    Ok(wrap(
+        quill::nn::Conv2d::functional(&x.inner, &w.inner, b, stride, padding, 1usize).q()?,
+    ))
+}
+
+/// Cross-entropy of logits (N, C) against integer labels (N): quill's fused loss, the mean.
+#[pyfunction]
+pub fn cross_entropy(logits: PyRef<PyTensor>, labels: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let y = match labels.extract::<PyRef<PyTensor>>() {
+        Ok(t) => t.inner.array().clone(),
+        Err(_) => match labels.extract::<PyRef<PyNDArray>>() {
+            Ok(a) => a.inner.clone(),
+            Err(_) => from_numpy_like(labels, Some(DType::I64))?,
+        },
+    };
+    let y = if y.dtype().is_int() {
+        y
+    } else {
+        y.astype(DType::I64)
+    };
+    Ok(wrap(
+        quill::nn::functional::cross_entropy(
+            &logits.inner,
+            &y,
+            0.0,
+            quill::nn::functional::Reduction::Mean,
+        )
+        .q()?,
+    ))
+}
