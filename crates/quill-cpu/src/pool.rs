@@ -237,3 +237,51 @@ mod tests {
         assert_eq!(u.len(), n + 3);
     }
 }
+
+/// The most bytes one buffer may have: this machine's physical memory plus swap (read once).
+/// A larger request cannot succeed, and Rust aborts the process on a failed allocation, so
+/// callers check first and return an error instead.
+pub fn max_buffer_bytes() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sysconf only reads system configuration values.
+            let (pages, size) = unsafe {
+                (
+                    libc::sysconf(libc::_SC_PHYS_PAGES),
+                    libc::sysconf(libc::_SC_PAGESIZE),
+                )
+            };
+            let swap = std::fs::read_to_string("/proc/meminfo")
+                .ok()
+                .and_then(|m| {
+                    m.lines()
+                        .find(|l| l.starts_with("SwapTotal:"))
+                        .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+                })
+                .unwrap_or(0)
+                .saturating_mul(1024);
+            if pages > 0 && size > 0 {
+                return (pages as usize)
+                    .saturating_mul(size as usize)
+                    .saturating_add(swap);
+            }
+            usize::MAX
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            usize::MAX
+        }
+    })
+}
+
+#[cfg(test)]
+mod limit_tests {
+    #[test]
+    fn the_limit_is_a_plausible_memory_size() {
+        let m = super::max_buffer_bytes();
+        assert!(m >= 64 << 20, "{m}");
+        assert!(m < 1 << 50 || cfg!(not(target_os = "linux")), "{m}");
+    }
+}

@@ -15,6 +15,9 @@ pub fn err(e: Error) -> PyErr {
         // NumPy raises IndexError for malformed index expressions and TypeError for ops a
         // dtype does not define (bool subtraction, say).
         Error::InvalidArgument { op: "slice", .. } => PyIndexError::new_err(msg),
+        Error::InvalidArgument { .. } if msg.contains("out of memory") => {
+            pyo3::exceptions::PyMemoryError::new_err(msg)
+        }
         Error::InvalidArgument { .. } if msg.contains("not defined for") => {
             PyTypeError::new_err(msg)
         }

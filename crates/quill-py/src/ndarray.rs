@@ -232,12 +232,17 @@ impl PyNDArray {
         let a = &self.inner;
         a.is_contiguous() && a.offset() == 0 && a.numel() == a.buffer_len()
     }
-    fn compact(&self) -> Self {
-        if self.is_compact() {
+    fn compact(&self) -> PyResult<Self> {
+        Ok(if self.is_compact() {
             self.clone()
         } else {
-            PyNDArray::wrap(self.inner.deep_copy())
-        }
+            let c = if self.inner.is_contiguous() {
+                self.inner.deep_copy()
+            } else {
+                self.inner.try_compact().q()?
+            };
+            PyNDArray::wrap(c)
+        })
     }
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
@@ -260,7 +265,9 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.flip(&ax).q()?))
     }
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.astype(dtype_of(dtype)?)))
+        Ok(PyNDArray::wrap(
+            self.inner.try_astype(dtype_of(dtype)?).q()?,
+        ))
     }
     fn to(&self, device: PyRef<PyDevice>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))

@@ -16,6 +16,21 @@ impl NDArray {
         }
     }
 
+    /// `compact`, with an error instead of an abort when the copy cannot fit in memory (a
+    /// broadcast view can describe far more elements than its buffer holds).
+    pub fn try_compact(&self) -> Result<NDArray> {
+        if !self.is_contiguous() {
+            super::check_alloc("compact", self.numel(), self.dtype)?;
+        }
+        Ok(self.compact())
+    }
+
+    /// `astype`, with an error instead of an abort when the copy cannot fit in memory.
+    pub fn try_astype(&self, dtype: DType) -> Result<NDArray> {
+        super::check_alloc("astype", self.numel(), dtype)?;
+        Ok(self.astype(dtype))
+    }
+
     /// A contiguous copy that shares nothing with `self`.
     ///
     /// Panics only when a GPU fails (out of memory), as the operators do.

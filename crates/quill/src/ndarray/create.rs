@@ -19,6 +19,7 @@ fn checked_len(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize>
             shape: shape.into(),
         });
     }
+    super::check_alloc(op, n, dtype)?;
     Ok(n)
 }
 

@@ -12,6 +12,7 @@ impl NDArray {
     /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
     pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
         let compute = op.compute_dtype(self.dtype)?;
+        super::check_alloc(op.name(), self.numel(), compute)?;
         let src = self.cast_for(compute);
         #[cfg(feature = "cuda")]
         if src.is_cuda() {
@@ -42,6 +43,7 @@ impl NDArray {
     pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
         let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        super::check_alloc(op.name(), shape.iter().product(), compute)?;
         let (a, b) = (self.cast_for(compute), other.cast_for(compute));
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
@@ -147,6 +149,7 @@ impl NDArray {
         let shape = broadcast_shapes(OP, cond.shape(), a.shape())?;
         let shape = broadcast_shapes(OP, &shape, b.shape())?;
         let dtype = quill_core::promote_types(a.dtype, b.dtype);
+        super::check_alloc(OP, shape.iter().product(), dtype)?;
         let (c, a, b) = (
             cond.cast_for(DType::Bool),
             a.cast_for(dtype),

@@ -67,6 +67,7 @@ impl NDArray {
         if sb.len() > 1 {
             out_shape.push(n as isize);
         }
+        super::check_alloc(OP, batch.iter().product::<usize>() * m * n, dt)?;
         #[cfg(feature = "cuda")]
         if a.is_cuda() || b.is_cuda() {
             let dev = if a.is_cuda() { a.device() } else { b.device() };

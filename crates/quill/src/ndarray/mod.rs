@@ -28,6 +28,23 @@ pub struct NDArray {
     dtype: DType,
 }
 
+/// Refuses a buffer of `numel` elements of `dtype` larger than this machine's memory and swap:
+/// such an allocation cannot succeed, and a failed allocation aborts the process.
+pub(crate) fn check_alloc(op: &'static str, numel: usize, dtype: DType) -> Result<()> {
+    let bytes = numel.saturating_mul(dtype.size_in_bytes());
+    let max = quill_cpu::pool::max_buffer_bytes();
+    if bytes > max {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "out of memory: {numel} elements of {dtype} need {bytes} bytes, more than this \
+                 machine's {max} bytes of memory and swap"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl NDArray {
     pub(crate) fn from_storage(storage: Storage, layout: Layout) -> NDArray {
         let dtype = storage.dtype();
