@@ -1,9 +1,9 @@
 """Bad input raises the Python exception NumPy users expect (ValueError for shapes, IndexError
 for indices and axes, TypeError for dtypes, RuntimeError for devices), with quill's message,
 and never takes the interpreter down."""
+import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -335,7 +335,7 @@ def run_calls(calls):
     code = PRELUDE + f"\nreport({calls!r})\n"
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**__import__("os").environ, "RUST_BACKTRACE": "0"},
+        env={**os.environ, "RUST_BACKTRACE": "0"},
     )
     assert r.returncode == 0 and "survived" in r.stdout, (
         f"the interpreter died (exit status {r.returncode}):\n{r.stdout}\n{r.stderr[-2000:]}"
