@@ -68,15 +68,16 @@ pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     })
 }
 
-/// A Python number as a weak scalar.
+/// A Python number as a weak scalar. Exact types only: NumPy scalars (`np.float64` subclasses
+/// `float`) are strong, as in NumPy 2, and go through `from_numpy_like` with their dtype.
 pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
-    if obj.is_instance_of::<PyBool>() {
+    if obj.is_exact_instance_of::<PyBool>() {
         return obj.extract::<bool>().ok().map(Scalar::B);
     }
-    if obj.is_instance_of::<PyInt>() {
+    if obj.is_exact_instance_of::<PyInt>() {
         return obj.extract::<i64>().ok().map(Scalar::I);
     }
-    if obj.is_instance_of::<PyFloat>() {
+    if obj.is_exact_instance_of::<PyFloat>() {
         return obj.extract::<f64>().ok().map(Scalar::F);
     }
     None

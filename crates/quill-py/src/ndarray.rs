@@ -156,13 +156,18 @@ impl PyNDArray {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let dtype = dtype.map(dtype_of).transpose()?.unwrap_or(DType::F32);
-        let strides = strides.unwrap_or_else(|| {
-            let mut s = vec![1isize; shape.len()];
-            for i in (0..shape.len().saturating_sub(1)).rev() {
-                s[i] = s[i + 1] * shape[i + 1].max(1) as isize;
+        let too_big = || PyValueError::new_err(format!("make: shape {shape:?} is too large"));
+        let strides = match strides {
+            Some(s) => s,
+            None => {
+                let mut s = vec![1isize; shape.len()];
+                for i in (0..shape.len().saturating_sub(1)).rev() {
+                    let d = isize::try_from(shape[i + 1].max(1)).map_err(|_| too_big())?;
+                    s[i] = s[i + 1].checked_mul(d).ok_or_else(too_big)?;
+                }
+                s
             }
-            s
-        });
+        };
         let base = match handle {
             Some(h) => h.inner.clone(),
             None => {
@@ -171,15 +176,21 @@ impl PyNDArray {
                         "make: negative strides need a handle (a buffer to view)",
                     ));
                 }
-                let reach: usize = shape
-                    .iter()
-                    .zip(&strides)
-                    .map(|(&d, &s)| d.saturating_sub(1) * s as usize)
-                    .sum();
+                let mut reach = 0usize;
+                for (&d, &s) in shape.iter().zip(&strides) {
+                    let r = d
+                        .saturating_sub(1)
+                        .checked_mul(s as usize)
+                        .ok_or_else(too_big)?;
+                    reach = reach.checked_add(r).ok_or_else(too_big)?;
+                }
                 let len = if shape.contains(&0) {
                     0
                 } else {
-                    offset + reach + 1
+                    offset
+                        .checked_add(reach)
+                        .and_then(|v| v.checked_add(1))
+                        .ok_or_else(too_big)?
                 };
                 Core::zeros(&[len], dtype).q()?
             }
