@@ -69,6 +69,19 @@ impl LoopPlan {
         plan
     }
 
+    /// The plan of `offsets.len()` operands that are all one contiguous run of `n` elements
+    /// (what `new` gives for same-shape contiguous operands, without its work).
+    pub fn flat(n: usize, offsets: &[usize]) -> LoopPlan {
+        let mut plan = LoopPlan {
+            shape: vec![n],
+            strides: vec![vec![1]; offsets.len()],
+            offsets: offsets.to_vec(),
+            index32: true,
+        };
+        plan.index32 = plan.fits_i32();
+        plan
+    }
+
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }

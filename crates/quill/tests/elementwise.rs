@@ -570,3 +570,37 @@ fn where_contiguous_and_broadcast_runs() {
         }
     }
 }
+
+/// The one-run path of `binary` (same shape, same dtype, both contiguous, offsets into larger
+/// buffers, aliasing) against the general broadcasting path on the same values.
+#[test]
+fn binary_flat_path_matches_the_general_path() {
+    let mut rng = Prng::new(21);
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool] {
+        for n in [0usize, 1, 7, 100, 5000] {
+            let va = values(&mut rng, dtype, n + 3, true);
+            let vb = values(&mut rng, dtype, n + 5, true);
+            let mk = |v: &[f64], skip: usize| {
+                NDArray::from_vec(v.to_vec(), &[v.len()])
+                    .unwrap()
+                    .astype(dtype)
+                    .slice(&s![skip as isize..])
+                    .unwrap()
+            };
+            let (a, b) = (mk(&va, 3), mk(&vb, 5));
+            for op in BinaryOp::ALL {
+                let (Ok(got), Ok(alias)) = (a.binary(op, &b), a.binary(op, &a)) else {
+                    continue; // ops a dtype does not define error on both paths alike
+                };
+                let row = b.reshape(&[1, n as isize]).unwrap();
+                let want = a.binary(op, &row).unwrap().reshape(&[n as isize]).unwrap();
+                let bits = |x: &NDArray| as_f64(x).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(got.dtype(), want.dtype(), "{dtype} {op:?}");
+                assert_eq!(bits(&got), bits(&want), "{dtype} n={n} {op:?}");
+                let a2 = a.reshape(&[1, n as isize]).unwrap();
+                let want = a.binary(op, &a2).unwrap().reshape(&[n as isize]).unwrap();
+                assert_eq!(bits(&alias), bits(&want), "{dtype} n={n} {op:?} aliased");
+            }
+        }
+    }
+}

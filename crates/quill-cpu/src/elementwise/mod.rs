@@ -94,6 +94,24 @@ pub fn binary_inplace(
 }
 
 /// `op(a, b)` into a fresh contiguous buffer.
+/// `binary` for two contiguous runs of `n` elements starting at `oa` and `ob` (the common
+/// case: no layouts to merge).
+pub fn binary_flat(
+    op: BinaryOp,
+    (a, oa): (&CpuStorage, usize),
+    (b, ob): (&CpuStorage, usize),
+    n: usize,
+) -> Result<CpuStorage> {
+    let dtype = a.dtype();
+    let mut out = CpuStorage::for_overwrite(op.result_dtype(dtype, dtype)?, n);
+    let plan = LoopPlan::flat(n, &[0, oa, ob]);
+    with_storage!(a, av => {
+        let bv = slice_of(b, op.name())?;
+        BinaryKernel::binary(op, &mut binary::Fresh { ab: (av, bv), plan: &plan, out: &mut out, at: 0 })
+    })?;
+    Ok(out)
+}
+
 pub fn binary(
     op: BinaryOp,
     a: (&CpuStorage, &Layout),
