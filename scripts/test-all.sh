@@ -12,7 +12,7 @@ cargo test --workspace
 cargo test -p quill --features cuda --test cuda
 nvrtc_dir="$(scripts/nvrtc-env.sh)"
 LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \
-    cargo test -p quill-cuda --test nvrtc_compile
+    cargo test -p quill-cuda --test nvrtc_compile --test kernel_abi
 # 4. The Python package: built into .py-venv with maturin, tested with pytest (NumPy as the
 #    oracle, hypothesis for random view chains).
 if [ ! -x .py-venv/bin/python ]; then

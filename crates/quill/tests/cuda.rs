@@ -551,3 +551,21 @@ fn without_a_gpu_to_device_is_a_clean_error() {
     assert!(e.contains("driver") || e.contains("no such GPU"), "{e}");
     assert_eq!(Device::cuda_device_count(), 0);
 }
+
+#[test]
+fn joins_stay_on_the_gpu() -> Result<()> {
+    if !gpu() {
+        return Ok(());
+    }
+    let (a, b) = (rand(&[2, 3], 20, DType::F32), rand(&[4, 3], 21, DType::F32));
+    let (ga, gb) = (a.to_device(GPU)?, b.to_device(GPU)?);
+    close(
+        &NDArray::concat(&[&ga, &gb], 0)?,
+        &NDArray::concat(&[&a, &b], 0)?,
+        0.0,
+        "concat",
+    );
+    let e = NDArray::concat(&[&ga, &b], 0).unwrap_err().to_string();
+    assert!(e.contains("cuda:0") && e.contains("cpu"), "{e}");
+    Ok(())
+}

@@ -576,7 +576,14 @@ fn where_contiguous_and_broadcast_runs() {
 #[test]
 fn binary_flat_path_matches_the_general_path() {
     let mut rng = Prng::new(21);
-    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool] {
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ] {
         for n in [0usize, 1, 7, 100, 5000] {
             let va = values(&mut rng, dtype, n + 3, true);
             let vb = values(&mut rng, dtype, n + 5, true);

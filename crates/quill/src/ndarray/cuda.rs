@@ -66,7 +66,8 @@ impl NDArray {
 
 /// For an op without CUDA kernels: `None` when every operand is on the CPU (run the CPU
 /// kernel); otherwise host copies of the operands (same layouts) and the device to move the
-/// result back to. Operands on two different GPUs are an error naming both.
+/// result back to. Operands on two devices are an error naming both, except that a
+/// one-element CPU array (a scalar) may join a GPU op.
 pub(crate) fn host_args(
     op: &'static str,
     arrays: &[&NDArray],
@@ -163,7 +164,8 @@ mod imp {
         };
         for a in arrays {
             let d = a.device();
-            if d != Device::Cpu && d != dev {
+            // A one-element CPU array is a scalar operand and may join a GPU op (as PyTorch).
+            if d != dev && !(d == Device::Cpu && a.numel() == 1) {
                 return Err(Error::DeviceMismatch {
                     op,
                     lhs: dev.to_string(),

@@ -27,6 +27,7 @@ fn uninit(op: &'static str, shape: &[usize], dtype: DType) -> Result<NDArray> {
             shape: shape.into(),
         });
     }
+    super::check_alloc(op, n, dtype)?;
     Ok(NDArray::from_storage(
         Storage::Cpu(CpuStorage::for_overwrite(dtype, n)),
         Layout::contiguous(shape)?,
@@ -38,6 +39,11 @@ fn concat_impl(op: &'static str, arrays: &[&NDArray], axis: isize) -> Result<NDA
     let Some(first) = arrays.first() else {
         return Err(Error::invalid(op, "needs at least one array"));
     };
+    // Arrays on a GPU join on the host and move back (no CUDA kernel for this yet).
+    if let Some((dev, h)) = super::cuda::host_args(op, arrays)? {
+        let refs: Vec<&NDArray> = h.iter().collect();
+        return concat_impl(op, &refs, axis)?.to_device(dev);
+    }
     let ndim = first.ndim();
     if ndim == 0 {
         return Err(Error::invalid(
