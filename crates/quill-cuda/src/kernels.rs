@@ -24,6 +24,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("reduce", include_str!("../kernels/reduce.cu")),
     ("softmax", include_str!("../kernels/softmax.cu")),
     ("random", include_str!("../kernels/random.cu")),
+    ("optim", include_str!("../kernels/optim.cu")),
 ];
 
 /// Every dtype tag, in the order the kernels are stamped.
@@ -198,6 +199,12 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
                 for op in ["philox_uniform", "philox_normal", "dropout_mask"] {
                     v.push(format!("{op}_{t}"));
                 }
+            }
+        }
+        "optim" => {
+            for t in ["f32", "f64"] {
+                v.push(format!("adam_step_{t}"));
+                v.push(format!("sgd_step_{t}"));
             }
         }
         _ => {}

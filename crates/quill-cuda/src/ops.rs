@@ -350,6 +350,129 @@ pub fn random(
     Ok(out)
 }
 
+/// Adam's scalars, already in the update's arithmetic (see quill's `optim/adam.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct AdamScalars {
+    pub neg_step: f64,
+    pub bc2_sqrt: f64,
+    pub w1: f64,
+    pub small: bool,
+    pub b2: f64,
+    pub w2: f64,
+    pub eps: f64,
+    pub decay: f64,
+    pub l2: f64,
+    pub decoupled: bool,
+    pub coupled: bool,
+}
+
+fn check_update(
+    op: &'static str,
+    p: &CudaStorage,
+    others: &[&CudaStorage],
+    n: usize,
+) -> Result<()> {
+    if !matches!(p.dtype(), DType::F32 | DType::F64) {
+        return Err(Error::invalid(
+            op,
+            format!("updates f32 or f64 buffers, got {}", p.dtype()),
+        ));
+    }
+    for o in others {
+        same_device(op, p, o)?;
+        check_dtype(op, o, p.dtype())?;
+        if o.len() < n {
+            return Err(Error::invalid(
+                op,
+                format!("a buffer of {} elements, {n} needed", o.len()),
+            ));
+        }
+    }
+    if p.len() < n {
+        return Err(Error::invalid(
+            op,
+            format!("a parameter of {} elements, {n} needed", p.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// One fused Adam / AdamW step over the first `n` elements of contiguous buffers.
+pub fn adam_step(
+    p: &mut CudaStorage,
+    g: &CudaStorage,
+    m: &mut CudaStorage,
+    v: &mut CudaStorage,
+    n: usize,
+    s: AdamScalars,
+) -> Result<()> {
+    const OP: &str = "adam_step";
+    check_update(OP, p, &[g, m, v], n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (pp, pg, pm, pv, n64) = (p.ptr_mut(), g.ptr(), m.ptr_mut(), v.ptr_mut(), n as i64);
+    let (small, dec, cpl) = (s.small as i32, s.decoupled as i32, s.coupled as i32);
+    let dev = p.device().clone();
+    let name = format!("adam_step_{}", tag(p.dtype()));
+    macro_rules! go {
+        ($t:ty) => {{
+            let c = |x: f64| x as $t;
+            let (a, b, w1, b2, w2, eps, decay, l2) = (
+                c(s.neg_step), c(s.bc2_sqrt), c(s.w1), c(s.b2), c(s.w2), c(s.eps), c(s.decay),
+                c(s.l2),
+            );
+            launch!(&dev, "optim", name, grid_for(n); &pp, &pg, &pm, &pv, &n64, &a, &b, &w1,
+                &small, &b2, &w2, &eps, &decay, &l2, &dec, &cpl)
+        }};
+    }
+    match p.dtype() {
+        DType::F32 => go!(f32),
+        _ => go!(f64),
+    }
+}
+
+/// One fused SGD step; `buf` is the momentum buffer (None without momentum).
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    p: &mut CudaStorage,
+    g: &CudaStorage,
+    buf: Option<&mut CudaStorage>,
+    n: usize,
+    lr: f64,
+    weight_decay: f64,
+    momentum: f64,
+    dampening: f64,
+    nesterov: bool,
+    first: bool,
+) -> Result<()> {
+    const OP: &str = "sgd_step";
+    match &buf {
+        Some(b) => check_update(OP, p, &[g, b], n)?,
+        None => check_update(OP, p, &[g], n)?,
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let (pp, pg, n64) = (p.ptr_mut(), g.ptr(), n as i64);
+    let pb: u64 = buf.map_or(0, |b| b.ptr_mut());
+    let (has_wd, nest, fst) = ((weight_decay != 0.0) as i32, nesterov as i32, first as i32);
+    let dev = p.device().clone();
+    let name = format!("sgd_step_{}", tag(p.dtype()));
+    macro_rules! go {
+        ($t:ty) => {{
+            let (nl, wd, mo, keep) =
+                (-lr as $t, weight_decay as $t, momentum as $t, (1.0 - dampening) as $t);
+            launch!(&dev, "optim", name, grid_for(n); &pp, &pg, &pb, &n64, &nl, &wd, &has_wd,
+                &mo, &keep, &nest, &fst)
+        }};
+    }
+    match p.dtype() {
+        DType::F32 => go!(f32),
+        _ => go!(f64),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,4 +121,17 @@ fn launches_match_kernel_parameters() {
     }
     assert_eq!(params(&ptx("softmax"), "log_softmax_f16"), p(&["u64"; 4]));
     assert_eq!(params(&ptx("random"), "philox_normal_f64"), p(&["u64"; 4]));
+    let optim = ptx("optim");
+    for (t, f) in [("f32", "f32"), ("f64", "f64")] {
+        assert_eq!(
+            params(&optim, &format!("adam_step_{t}")),
+            p(&["u64", "u64", "u64", "u64", "u64", f, f, f, "u32", f, f, f, f, f, "u32", "u32"]),
+            "adam {t}"
+        );
+        assert_eq!(
+            params(&optim, &format!("sgd_step_{t}")),
+            p(&["u64", "u64", "u64", "u64", f, f, "u32", f, f, "u32", "u32"]),
+            "sgd {t}"
+        );
+    }
 }

@@ -408,6 +408,8 @@ pub fn cross_entropy(logits: PyRef<PyTensor>, labels: &Bound<'_, PyAny>) -> PyRe
     } else {
         y.astype(DType::I64)
     };
+    // Labels from NumPy start on the CPU; they follow the logits, as a DataLoader's would.
+    let y = y.to_device(logits.inner.device()).q()?;
     Ok(wrap(
         quill::nn::functional::cross_entropy(
             &logits.inner,

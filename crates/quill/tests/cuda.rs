@@ -569,3 +569,54 @@ fn joins_stay_on_the_gpu() -> Result<()> {
     assert!(e.contains("cuda:0") && e.contains("cpu"), "{e}");
     Ok(())
 }
+
+/// The fused GPU updates (Adam, AdamW, SGD with momentum / Nesterov / weight decay) against
+/// the CPU rules over a few steps, f32 and f64.
+#[test]
+fn fused_optimizer_steps_match_the_cpu() -> Result<()> {
+    use quill::optim::{AdamW, Sgd};
+    if !gpu() {
+        return Ok(());
+    }
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        type Make = fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>>;
+        let makers: [(&str, Make); 4] = [
+            ("adam", |p| {
+                Ok(Box::new(Adam::new(p, 1e-2)?.weight_decay(1e-2)?))
+            }),
+            ("adamw", |p| {
+                Ok(Box::new(AdamW::new(p, 1e-2)?.weight_decay(1e-2)?))
+            }),
+            ("sgd", |p| Ok(Box::new(Sgd::new(p, 0.1)?))),
+            ("sgd nesterov", |p| {
+                Ok(Box::new(
+                    Sgd::new(p, 0.1)?
+                        .momentum(0.9)?
+                        .nesterov(true)?
+                        .weight_decay(1e-3)?,
+                ))
+            }),
+        ];
+        for (name, make) in makers {
+            let w0 = rand(&[7, 5], 22, dtype);
+            let cpu = Tensor::from_array(w0.deep_copy(), true)?;
+            let gpu_t = Tensor::from_array(w0.to_device(GPU)?, true)?;
+            let (mut oc, mut og) = (make(vec![cpu.clone()])?, make(vec![gpu_t.clone()])?);
+            for step in 0..3 {
+                let g = rand(&[7, 5], 30 + step, dtype);
+                cpu.set_grad(Some(Tensor::new(g.clone())))?;
+                gpu_t.set_grad(Some(Tensor::new(g.to_device(GPU)?)))?;
+                oc.step()?;
+                og.step()?;
+            }
+            close(
+                gpu_t.array(),
+                &cpu.array().to_device(GPU)?,
+                tol,
+                &format!("{dtype} {name}"),
+            );
+        }
+    }
+    Ok(())
+}

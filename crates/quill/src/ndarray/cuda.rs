@@ -378,4 +378,35 @@ mod imp {
         let shape = [batch_shape.as_slice(), &[m, n]].concat();
         Ok(Some(wrap(s, &shape)?))
     }
+
+    /// Runs `f` on the GPU buffers of `param` (written), `grad` (read) and `state` (written),
+    /// all distinct buffers on one GPU. `Ok(false)` when some buffer is not on a GPU or `f`
+    /// has no kernel (`None`): the caller then updates through the host.
+    pub(crate) fn update_in_place(
+        param: &NDArray,
+        grad: &NDArray,
+        state: &[&NDArray],
+        f: impl FnOnce(&mut CudaStorage, &CudaStorage, &mut [&mut CudaStorage]) -> Option<Result<()>>,
+    ) -> Result<bool> {
+        let gg = grad.read();
+        let mut gp = param.write();
+        let mut gs: Vec<_> = state.iter().map(|s| s.write()).collect();
+        let Storage::Cuda(g) = &*gg else {
+            return Ok(false);
+        };
+        let Storage::Cuda(p) = &mut *gp else {
+            return Ok(false);
+        };
+        let mut st: Vec<&mut CudaStorage> = Vec::with_capacity(gs.len());
+        for w in gs.iter_mut() {
+            match &mut **w {
+                Storage::Cuda(c) => st.push(c),
+                Storage::Cpu(_) => return Ok(false),
+            }
+        }
+        match f(p, g, &mut st) {
+            None => Ok(false),
+            Some(r) => r.map(|()| true),
+        }
+    }
 }

@@ -7,6 +7,8 @@ mod assign;
 mod bytes;
 mod create;
 mod cuda;
+#[cfg(feature = "cuda")]
+pub(crate) use cuda::update_in_place as cuda_update_in_place;
 mod display;
 mod elementwise;
 mod index;

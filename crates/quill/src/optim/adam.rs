@@ -164,6 +164,35 @@ impl Rule for AdamRule {
             *p = pv + neg_step_size * *m / denom;
         }
     }
+
+    #[cfg(feature = "cuda")]
+    fn run_cuda(
+        &self,
+        p: &mut quill_cuda::CudaStorage,
+        g: &quill_cuda::CudaStorage,
+        state: &mut [&mut quill_cuda::CudaStorage],
+        n: usize,
+    ) -> Option<Result<()>> {
+        let [m, v] = state else { return None };
+        // The scalars `run` derives, in the same f64 arithmetic.
+        let (b1, b2) = self.betas;
+        let t = self.step as f64;
+        let has_wd = self.weight_decay != 0.0;
+        let s = quill_cuda::ops::AdamScalars {
+            neg_step: -(self.lr / (1.0 - b1.powf(t))),
+            bc2_sqrt: (1.0 - b2.powf(t)).sqrt(),
+            w1: 1.0 - b1,
+            small: (1.0 - b1).abs() < 0.5,
+            b2,
+            w2: 1.0 - b2,
+            eps: self.eps,
+            decay: 1.0 - self.lr * self.weight_decay,
+            l2: self.weight_decay,
+            decoupled: self.decoupled && has_wd,
+            coupled: !self.decoupled && has_wd,
+        };
+        Some(quill_cuda::ops::adam_step(p, g, m, v, n, s))
+    }
 }
 
 impl<const DECOUPLED: bool> Optimizer for AdamFamily<DECOUPLED> {

@@ -39,6 +39,19 @@ impl Float for f64 {
 /// converts its scalar arguments to the tensor's dtype.
 pub(crate) trait Rule: Sync {
     fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]);
+
+    /// The same update as one CUDA kernel over the first `n` elements of contiguous GPU
+    /// buffers of the compute dtype; `None` when the rule has no kernel.
+    #[cfg(feature = "cuda")]
+    fn run_cuda(
+        &self,
+        _p: &mut quill_cuda::CudaStorage,
+        _g: &quill_cuda::CudaStorage,
+        _state: &mut [&mut quill_cuda::CudaStorage],
+        _n: usize,
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// The dtype a parameter of dtype `dtype` is updated in (and its state is kept in).
@@ -55,7 +68,7 @@ pub(crate) fn compute_dtype(op: &'static str, dtype: DType) -> Result<DType> {
 
 /// A zero-filled state buffer for `param` (contiguous, of the compute dtype).
 pub(crate) fn zeros_for(op: &'static str, param: &NDArray) -> Result<NDArray> {
-    NDArray::zeros(param.shape(), compute_dtype(op, param.dtype())?)
+    NDArray::zeros(param.shape(), compute_dtype(op, param.dtype())?)?.to_device(param.device())
 }
 
 /// A private contiguous copy of `src` in the compute dtype of `param` (for state that must not
@@ -85,6 +98,10 @@ pub(crate) fn apply(
         });
     }
     if [param, grad].iter().chain(state).any(|a| a.is_cuda()) {
+        #[cfg(feature = "cuda")]
+        if apply_cuda(op, rule, param, grad, state)? {
+            return Ok(());
+        }
         return apply_via_host(op, rule, param, grad, state);
     }
     let cd = compute_dtype(op, param.dtype())?;
@@ -109,6 +126,42 @@ pub(crate) fn apply(
         param.assign(&work)?;
     }
     Ok(())
+}
+
+/// The fused GPU update, when the parameter and its state are whole contiguous buffers of
+/// the compute dtype on one GPU (a gradient that is not is copied into one first). `Ok(false)`
+/// leaves the update to the host path.
+#[cfg(feature = "cuda")]
+fn apply_cuda(
+    op: &'static str,
+    rule: &impl Rule,
+    param: &NDArray,
+    grad: &NDArray,
+    state: &[&NDArray],
+) -> Result<bool> {
+    let cd = compute_dtype(op, param.dtype())?;
+    let dev = param.device();
+    let whole = |a: &NDArray| {
+        a.device() == dev
+            && a.dtype() == cd
+            && a.is_contiguous()
+            && a.offset() == 0
+            && a.numel() == param.numel()
+    };
+    if !whole(param)
+        || !state
+            .iter()
+            .all(|s| whole(s) && !s.shares_storage_with(param))
+    {
+        return Ok(false);
+    }
+    let grad = if whole(grad) && !grad.shares_storage_with(param) {
+        grad.clone()
+    } else {
+        grad.to_device(dev)?.astype(cd)
+    };
+    let n = param.numel();
+    crate::ndarray::cuda_update_in_place(param, &grad, state, |p, g, st| rule.run_cuda(p, g, st, n))
 }
 
 /// The update for arrays on a GPU: on host copies, written back into the device buffers.

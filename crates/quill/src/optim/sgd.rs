@@ -124,6 +124,32 @@ impl Rule for SgdRule {
             }
         }
     }
+
+    #[cfg(feature = "cuda")]
+    fn run_cuda(
+        &self,
+        p: &mut quill_cuda::CudaStorage,
+        g: &quill_cuda::CudaStorage,
+        state: &mut [&mut quill_cuda::CudaStorage],
+        n: usize,
+    ) -> Option<Result<()>> {
+        let buf = match state {
+            [b, ..] => Some(&mut **b),
+            [] => None,
+        };
+        Some(quill_cuda::ops::sgd_step(
+            p,
+            g,
+            buf,
+            n,
+            self.lr,
+            self.weight_decay,
+            self.momentum,
+            self.dampening,
+            self.nesterov,
+            self.first,
+        ))
+    }
 }
 
 impl Optimizer for Sgd {
