@@ -472,6 +472,113 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.argmax(axis, keepdims).q()?))
     }
 
+    /// Elementwise op by its name in quill's vocabulary (`sin`, `floor`, `isnan`, ...).
+    fn _unary(&self, op: &str) -> PyResult<Self> {
+        let u = UnaryOp::ALL
+            .into_iter()
+            .find(|u| u.name() == op)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown unary op '{op}'")))?;
+        Ok(PyNDArray::wrap(self.inner.unary(u).q()?))
+    }
+    /// Binary op by name (`add`, `atan2`, `logical_xor`, ...), the other operand an array or a
+    /// Python number.
+    #[pyo3(signature = (op, other, reversed = false))]
+    fn _binary(&self, op: &str, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<Self> {
+        let b = BinaryOp::ALL
+            .into_iter()
+            .find(|b| b.name() == op)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown binary op '{op}'")))?;
+        binary(&self.inner, b, other, reversed).map(PyNDArray::wrap)
+    }
+    /// Reduction by name: sum prod max min mean var std any all.
+    #[pyo3(signature = (op, axis = None, keepdims = false, correction = 0))]
+    fn _reduce(
+        &self,
+        op: &str,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+        correction: usize,
+    ) -> PyResult<Self> {
+        let ax = axes_of(axis)?;
+        let ax = ax.as_deref();
+        let a = &self.inner;
+        let r = match op {
+            "sum" => a.sum(ax, keepdims),
+            "prod" => a.prod(ax, keepdims),
+            "max" => a.max(ax, keepdims),
+            "min" => a.min(ax, keepdims),
+            "mean" => a.mean(ax, keepdims),
+            "var" => a.var(ax, correction, keepdims),
+            "std" => a.std(ax, correction, keepdims),
+            "any" => a.any(ax, keepdims),
+            "all" => a.all(ax, keepdims),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown reduction '{other}'"
+                )))
+            }
+        };
+        Ok(PyNDArray::wrap(r.q()?))
+    }
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmin(&self, axis: Option<isize>, keepdims: bool) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.argmin(axis, keepdims).q()?))
+    }
+    fn squeeze(&self, axis: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let ax = axes_of(Some(axis))?.unwrap_or_default();
+        Ok(PyNDArray::wrap(self.inner.squeeze(&ax).q()?))
+    }
+    fn expand_dims(&self, axis: isize) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.unsqueeze(axis).q()?))
+    }
+    #[staticmethod]
+    fn _join(kind: &str, arrays: Vec<PyRef<PyNDArray>>, axis: isize) -> PyResult<Self> {
+        let v: Vec<&Core> = arrays.iter().map(|a| &a.inner).collect();
+        let r = match kind {
+            "concat" => Core::concat(&v, axis),
+            _ => Core::stack(&v, axis),
+        };
+        Ok(PyNDArray::wrap(r.q()?))
+    }
+    /// Constructors for the Array API namespace: `arange`, `linspace`, `eye`, `full`.
+    #[staticmethod]
+    #[pyo3(signature = (kind, dtype, a = 0.0, b = 0.0, c = 0.0, shape = None, k = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn _create(
+        kind: &str,
+        dtype: &Bound<'_, PyAny>,
+        a: f64,
+        b: f64,
+        c: f64,
+        shape: Option<Vec<usize>>,
+        k: isize,
+    ) -> PyResult<Self> {
+        let d = dtype_of(dtype)?;
+        let r = match kind {
+            "arange" => Core::arange(a, b, c, d),
+            "linspace" => Core::linspace(a, b, c as usize, d),
+            "eye" => Core::eye(a as usize, b as usize, k, d),
+            _ => Core::full(&shape.unwrap_or_default(), a, d),
+        };
+        Ok(PyNDArray::wrap(r.q()?))
+    }
+    /// Elements of `a` where `c` is true, else of `b` (broadcast together).
+    #[staticmethod]
+    fn _where(c: PyRef<PyNDArray>, a: PyRef<PyNDArray>, b: PyRef<PyNDArray>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            Core::where_(&c.inner, &a.inner, &b.inner).q()?,
+        ))
+    }
+    #[pyo3(signature = (api_version = None))]
+    fn __array_namespace__<'py>(
+        &self,
+        py: Python<'py>,
+        api_version: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = api_version;
+        Ok(py.import("quill.array_api")?.into_any())
+    }
+
     fn __repr__(&self) -> String {
         let dev = match self.inner.device() {
             Device::Cpu => "cpu()".to_string(),

@@ -14,8 +14,9 @@ from . import init
 from . import nn
 from . import optim
 from . import data
+from . import array_api
 
 __all__ = [
     "Tensor", "cpu", "cuda", "default_device", "backend_ndarray", "autograd", "ops", "init",
-    "nn", "optim", "data",
+    "nn", "optim", "data", "array_api",
 ]

@@ -1,0 +1,254 @@
+"""A Python Array API (2023.12) namespace over quill's NDArray: ``xp = x.__array_namespace__()``
+or ``import quill.array_api as xp``. Every function is one quill op (or a few). Covered:
+dtypes, constants, creation, elementwise, comparisons, reductions, manipulation, ``matmul`` /
+``matrix_transpose`` / ``vecdot``, ``where``, ``astype``. Not yet: sorting, sets, searching
+beyond argmax/argmin, indexing functions, FFT and the linalg extension."""
+import builtins
+import math
+
+import numpy as _np
+
+from ._native import NDArray, cpu as _cpu
+
+__array_api_version__ = "2023.12"
+
+bool = "bool"  # noqa: A001 - the standard's names
+uint8, int32, int64 = "uint8", "int32", "int64"
+float16, float32, float64 = "float16", "float32", "float64"
+e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
+
+
+def _arr(x, dtype=None):
+    return x if isinstance(x, NDArray) and dtype is None else asarray(x, dtype=dtype)
+
+
+# creation
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    if isinstance(obj, NDArray):
+        out = obj if dtype is None or obj.dtype == dtype else obj.astype(dtype)
+        return out.compact() if copy else out
+    if dtype is None and isinstance(obj, float):
+        dtype = float64
+    a = _np.asarray(obj)
+    if dtype is None and a.dtype == _np.float64:
+        dtype = float64  # the standard's default float for Python floats here
+    return NDArray(a, device=device, dtype=dtype)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        ints = builtins.all(isinstance(v, int) for v in (start, stop, step))
+        dtype = int64 if ints else float64
+    return NDArray._create("arange", dtype, float(start), float(stop), float(step))
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    if not endpoint:
+        step = (stop - start) / num
+        return arange(0, num, dtype=dtype or float64) * step + start
+    return NDArray._create("linspace", dtype or float64, float(start), float(stop), float(num))
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    n_cols = n_rows if n_cols is None else n_cols
+    return NDArray._create("eye", dtype or float64, float(n_rows), float(n_cols), k=k)
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if dtype is None:
+        dtype = {type(True): bool, int: int64}.get(type(fill_value), float64)
+    a = NDArray._create("full", dtype, 0.0, shape=list(shape))
+    a.fill(fill_value)
+    return a
+
+
+def zeros(shape, *, dtype=None, device=None):
+    return full(shape, 0, dtype=dtype or float64)
+
+
+def ones(shape, *, dtype=None, device=None):
+    return full(shape, 1, dtype=dtype or float64)
+
+
+def empty(shape, *, dtype=None, device=None):
+    return zeros(shape, dtype=dtype)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    return full(x.shape, fill_value, dtype=dtype or x.dtype)
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    return full_like(x, 0, dtype=dtype)
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    return full_like(x, 1, dtype=dtype)
+
+
+def empty_like(x, /, *, dtype=None, device=None):
+    return zeros_like(x, dtype=dtype)
+
+
+# elementwise
+def _u(name):
+    def f(x, /):
+        return _arr(x)._unary(name)
+
+    f.__name__ = name
+    return f
+
+
+for _name, _op in [
+    ("abs", "abs"), ("negative", "neg"), ("sign", "sign"), ("exp", "exp"), ("expm1", "expm1"),
+    ("log", "log"), ("log1p", "log1p"), ("log2", "log2"), ("sqrt", "sqrt"), ("square", "square"),
+    ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("tanh", "tanh"), ("floor", "floor"),
+    ("ceil", "ceil"), ("round", "round"), ("trunc", "trunc"), ("logical_not", "logical_not"),
+    ("isnan", "isnan"), ("isinf", "isinf"), ("isfinite", "isfinite"),
+]:
+    globals()[_name] = _u(_op)
+
+
+def positive(x, /):
+    return _arr(x).compact()
+
+
+def log10(x, /):
+    return _arr(x)._unary("log") / math.log(10.0)
+
+
+def _b(name):
+    def f(x1, x2, /):
+        if isinstance(x1, NDArray):
+            return x1._binary(name, x2)
+        return _arr(x2)._binary(name, x1, True)
+
+    f.__name__ = name
+    return f
+
+
+for _name, _op in [
+    ("add", "add"), ("subtract", "sub"), ("multiply", "mul"), ("divide", "div"), ("pow", "pow"),
+    ("maximum", "maximum"), ("minimum", "minimum"), ("remainder", "remainder"),
+    ("atan2", "atan2"), ("equal", "eq"), ("not_equal", "ne"), ("less", "lt"),
+    ("less_equal", "le"), ("greater", "gt"), ("greater_equal", "ge"),
+    ("logical_and", "logical_and"), ("logical_or", "logical_or"), ("logical_xor", "logical_xor"),
+]:
+    globals()[_name] = _b(_op)
+
+
+def floor_divide(x1, x2, /):
+    return floor(divide(x1, x2))
+
+
+def where(condition, x1, x2, /):
+    return NDArray._where(_arr(condition), _arr(x1), _arr(x2))
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
+    out = _arr(x)
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    return x.astype(dtype) if copy or x.dtype != dtype else x
+
+
+# reductions
+def _r(name):
+    def f(x, /, *, axis=None, keepdims=False, **kw):
+        if "dtype" in kw and kw["dtype"] is not None:
+            x = x.astype(kw["dtype"])
+        return x._reduce(name, axis, keepdims, int(kw.get("correction", 0)))
+
+    f.__name__ = name
+    return f
+
+
+for _name in ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all"]:
+    globals()[_name] = _r(_name)
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    return x.argmax(axis, keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    return x.argmin(axis, keepdims)
+
+
+# manipulation
+def reshape(x, /, shape, *, copy=None):
+    return x.reshape(tuple(shape))
+
+
+def permute_dims(x, /, axes):
+    return x.permute(tuple(axes))
+
+
+def broadcast_to(x, /, shape):
+    return x.broadcast_to(tuple(shape))
+
+
+def expand_dims(x, /, *, axis=0):
+    return x.expand_dims(axis)
+
+
+def squeeze(x, /, axis):
+    return x.squeeze(axis)
+
+
+def flip(x, /, *, axis=None):
+    return x.flip(axis)
+
+
+def concat(arrays, /, *, axis=0):
+    if axis is None:
+        return NDArray._join("concat", [a.reshape((-1,)) for a in arrays], 0)
+    return NDArray._join("concat", list(arrays), axis)
+
+
+def stack(arrays, /, *, axis=0):
+    return NDArray._join("stack", list(arrays), axis)
+
+
+# linear algebra
+def matmul(x1, x2, /):
+    return x1 @ x2
+
+
+def matrix_transpose(x, /):
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return x.permute(tuple(axes))
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return (x1 * x2)._reduce("sum", axis, False, 0)
+
+
+def __array_namespace_info__():
+    class Info:
+        def capabilities(self):
+            return {"boolean indexing": False, "data-dependent shapes": False}
+
+        def default_device(self):
+            return _cpu()
+
+        def devices(self):
+            return [_cpu()]
+
+        def default_dtypes(self, *, device=None):
+            return {"real floating": float64, "integral": int64, "indexing": int64}
+
+        def dtypes(self, *, device=None, kind=None):
+            return {n: n for n in [bool, uint8, int32, int64, float16, float32, float64]}
+
+    return Info()
