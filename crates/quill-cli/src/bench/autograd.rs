@@ -57,19 +57,7 @@ impl Mlp {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let mut rounds = 7usize;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--rounds" => {
-                rounds = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--rounds needs a number")?
-            }
-            other => return Err(format!("bench autograd: unknown option '{other}'")),
-        }
-    }
+    let rounds = super::rounds_only("autograd", args, 7)?;
     quill::in_pool(move || cases(rounds))
 }
 

@@ -25,19 +25,7 @@ fn rand(shape: &[usize], seed: u64) -> Result<NDArray, String> {
 type Run = Box<dyn Fn() -> quill::Result<()>>;
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let mut rounds = 5usize;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--rounds" => {
-                rounds = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--rounds needs a number")?
-            }
-            other => return Err(format!("bench cuda: unknown option '{other}'")),
-        }
-    }
+    let rounds = super::rounds_only("cuda", args, 5)?;
     if !Device::cuda_is_available() {
         return Err("bench cuda: no CUDA GPU is usable here".into());
     }

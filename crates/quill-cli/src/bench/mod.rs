@@ -31,6 +31,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// The `--rounds N` option of a benchmark that takes no other (`default` when absent); any
+/// other option is an error naming `bench`.
+pub fn rounds_only(bench: &str, args: &[String], default: usize) -> Result<usize, String> {
+    let mut rounds = default;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--rounds" => {
+                rounds = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--rounds needs a number")?
+            }
+            other => return Err(format!("bench {bench}: unknown option '{other}'")),
+        }
+    }
+    Ok(rounds)
+}
+
 pub fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
     let n = xs.len();
