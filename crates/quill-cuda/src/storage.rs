@@ -110,6 +110,13 @@ impl CudaStorage {
         let (p, _sync) = self.block.slice_mut().device_ptr_mut(&stream);
         p
     }
+    /// The device address of element 0 for a foreign holder (DLPack): waits for the work
+    /// queued on quill's stream first, so the holder's own stream sees finished values.
+    pub fn export_address(&mut self) -> Result<u64> {
+        let p = self.ptr_mut();
+        self.dev.synchronize()?;
+        Ok(p)
+    }
 }
 
 /// Allocation statistics of GPU `ordinal`.

@@ -3,6 +3,7 @@
 //! exceptions NumPy users expect; nothing here panics on user input.
 
 mod convert;
+mod export;
 mod ndarray;
 mod tensor;
 
@@ -16,6 +17,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndarray::cpu, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::cuda, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(ndarray::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::stack, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::conv2d, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::cross_entropy, m)?)?;

@@ -63,6 +63,29 @@ pub fn cuda(index: usize) -> PyDevice {
     }
 }
 
+/// A quill array with the values of any DLPack producer (NumPy, PyTorch, JAX, quill), on
+/// `device` (default: the CPU). The values are copied into quill's memory.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, device = None, copy = None))]
+pub fn from_dlpack(
+    x: &Bound<'_, PyAny>,
+    device: Option<PyRef<PyDevice>>,
+    copy: Option<bool>,
+) -> PyResult<PyNDArray> {
+    if copy == Some(false) {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "from_dlpack: quill always copies foreign memory into its own buffers; copy=False \
+             cannot be honoured",
+        ));
+    }
+    let a = crate::export::from_dlpack(x)?;
+    let a = match device {
+        Some(d) => a.to_device(d.device).q()?,
+        None => a,
+    };
+    Ok(PyNDArray::wrap(a))
+}
+
 #[pyfunction]
 pub fn default_device() -> PyDevice {
     cpu()
@@ -290,19 +313,75 @@ impl PyNDArray {
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)
     }
+    /// NumPy's conversion hook: the same memory where it can be shared (a CPU array of a
+    /// dtype NumPy has), a copy otherwise, and an error when `copy=False` forbids the copy.
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
-        &self,
-        py: Python<'py>,
+        slf: Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy; // always a copy: the buffer is not shared with NumPy
-        let a = to_numpy(py, &self.inner)?;
+        let py = slf.py();
+        let np = py.import("numpy")?;
+        let inner = slf.borrow().inner.clone();
+        let shareable = inner.device() == Device::Cpu && inner.dtype() != DType::BF16;
+        let a = if shareable {
+            let shared =
+                np.call_method1("asarray", (pyo3::types::PyMemoryView::from(slf.as_any())?,))?;
+            if copy == Some(true) {
+                shared.call_method0("copy")?
+            } else {
+                shared
+            }
+        } else if copy == Some(false) {
+            return Err(PyValueError::new_err(format!(
+                "__array__: a {} array on {} cannot be shared with NumPy without a copy, and \
+                 copy=False forbids one",
+                inner.dtype(),
+                inner.device()
+            )));
+        } else {
+            to_numpy(py, &inner)?
+        };
         match dtype {
-            Some(d) if !d.is_none() => a.call_method1("astype", (d,)),
+            Some(d) if !d.is_none() => {
+                let kw = pyo3::types::PyDict::new(py);
+                kw.set_item("copy", copy != Some(false))?;
+                a.call_method("astype", (d,), Some(&kw))
+            }
             _ => Ok(a),
         }
+    }
+    /// The buffer protocol: NumPy, `memoryview` and friends see this array's own memory.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        let inner = slf.borrow().inner.clone();
+        // SAFETY: CPython passes its view struct; get_buffer fills it for `slf`.
+        unsafe { crate::export::get_buffer(&inner, slf.into_any(), view, flags) }
+    }
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: CPython passes a view __getbuffer__ filled.
+        unsafe { crate::export::release_buffer(view) }
+    }
+    /// DLPack export (zero-copy unless `copy=True` or `dl_device` names another device).
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // quill waits for its own GPU work before exporting, so any consumer stream is safe.
+        let _ = stream;
+        crate::export::export_dlpack(py, &self.inner, max_version, dl_device, copy)
+    }
+    fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::export::dlpack_device(py, &self.inner)
     }
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = to_numpy(py, &self.inner)?;

@@ -174,6 +174,22 @@ impl PyTensor {
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, self.inner.array())
     }
+    /// DLPack export of the tensor's values (zero-copy, no graph), as torch's.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = stream;
+        crate::export::export_dlpack(py, self.inner.array(), max_version, dl_device, copy)
+    }
+    fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::export::dlpack_device(py, self.inner.array())
+    }
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,

@@ -37,7 +37,7 @@ pub mod cuda {
         quill_cuda::device(ordinal)?.synchronize()
     }
 }
-pub use ndarray::NDArray;
+pub use ndarray::{NDArray, Pinned};
 pub use quill_core::{
     bf16, f16, s, BinaryOp, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp, Result,
     Scalar, SliceArg, UnaryOp,

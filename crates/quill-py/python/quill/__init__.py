@@ -5,7 +5,7 @@
 op runs in Rust; the Python here only arranges needle's names around it.
 """
 from . import _native
-from ._native import Tensor, cpu, cuda, default_device
+from ._native import Tensor, cpu, cuda, default_device, from_dlpack
 from . import backend_ndarray
 from . import autograd
 from . import ops
@@ -17,6 +17,6 @@ from . import data
 from . import array_api
 
 __all__ = [
-    "Tensor", "cpu", "cuda", "default_device", "backend_ndarray", "autograd", "ops", "init",
+    "Tensor", "cpu", "cuda", "default_device", "from_dlpack", "backend_ndarray", "autograd", "ops", "init",
     "nn", "optim", "data", "array_api",
 ]

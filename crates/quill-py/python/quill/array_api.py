@@ -8,7 +8,7 @@ import math
 
 import numpy as _np
 
-from ._native import NDArray, cpu as _cpu
+from ._native import NDArray, cpu as _cpu, from_dlpack
 
 __array_api_version__ = "2023.12"
 
@@ -25,8 +25,13 @@ def _arr(x, dtype=None):
 # creation
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if isinstance(obj, NDArray):
-        out = obj if dtype is None or obj.dtype == dtype else obj.astype(dtype)
-        return out.compact() if copy else out
+        if dtype is None or obj.dtype == dtype:
+            # astype always copies; copy=None and copy=False share the buffer.
+            return obj.astype(obj.dtype) if copy else obj
+        if copy is False:
+            raise ValueError(f"asarray: casting {obj.dtype} to {dtype} needs a copy, and "
+                             "copy=False forbids one")
+        return obj.astype(dtype)
     if dtype is None and isinstance(obj, float):
         dtype = float64
     a = _np.asarray(obj)

@@ -1,5 +1,5 @@
 """needle's ``backend_ndarray``: the strided NDArray and its module-level functions."""
-from ._native import NDArray, BackendDevice, cpu, cuda, default_device
+from ._native import NDArray, BackendDevice, cpu, cuda, default_device, from_dlpack
 
 
 def all_devices():

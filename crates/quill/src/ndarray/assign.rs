@@ -35,15 +35,21 @@ impl NDArray {
     ///
     /// Panics only when a GPU fails (out of memory), as the operators do.
     pub fn deep_copy(&self) -> NDArray {
+        self.try_deep_copy().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `deep_copy`, with an error instead of a panic or abort when memory runs out.
+    pub fn try_deep_copy(&self) -> Result<NDArray> {
         #[cfg(feature = "cuda")]
         if self.is_cuda() {
-            return super::cuda::deep_copy(self).unwrap_or_else(|e| panic!("{e}"));
+            return super::cuda::deep_copy(self);
         }
+        super::check_alloc("copy", self.numel(), self.dtype)?;
         let out = quill_cpu::compact(self.read().cpu(), &self.layout);
-        NDArray::from_storage(
+        Ok(NDArray::from_storage(
             Storage::Cpu(out),
-            Layout::contiguous(self.shape()).expect("valid shape"),
-        )
+            Layout::contiguous(self.shape())?,
+        ))
     }
 
     /// A contiguous copy converted to `dtype` with NumPy's cast rules (a copy even when the dtype
@@ -117,10 +123,10 @@ impl NDArray {
         );
         if dst_first {
             let mut d = self.write();
-            let s = src_storage.read().unwrap_or_else(|e| e.into_inner());
+            let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
             quill_cpu::copy(d.cpu_mut(), &self.layout, s.cpu(), &src.layout)
         } else {
-            let s = src_storage.read().unwrap_or_else(|e| e.into_inner());
+            let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
             let mut d = self.write();
             quill_cpu::copy(d.cpu_mut(), &self.layout, s.cpu(), &src.layout)
         }

@@ -46,7 +46,8 @@ impl NDArray {
             return Err(quill_core::Error::invalid(
                 OP,
                 format!(
-                    "only an array that is its whole buffer can move in place; this one is a                      view (shape {:?}, strides {:?}, offset {}) of {} elements; use to_device",
+                    "only an array that is its whole buffer can move in place; this one is a \
+                     view (shape {:?}, strides {:?}, offset {}) of {} elements; use to_device",
                     self.shape(),
                     self.strides(),
                     self.offset(),
@@ -54,6 +55,7 @@ impl NDArray {
                 ),
             ));
         }
+        self.refuse_if_pinned(OP)?;
         let moved = self.to_device(device)?;
         let storage = std::mem::replace(
             &mut *moved.write(),

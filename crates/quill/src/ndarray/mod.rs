@@ -11,6 +11,8 @@ mod cuda;
 pub(crate) use cuda::update_in_place as cuda_update_in_place;
 mod display;
 mod elementwise;
+mod export;
+pub use export::Pinned;
 mod index;
 mod join;
 mod matmul;
@@ -21,11 +23,19 @@ mod views;
 use crate::device::{Device, Storage};
 use quill_core::{DType, Error, Layout, Result};
 use quill_cpu::CpuElement;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// What the views of one buffer share: the buffer, and how many foreign holders (Python's
+/// buffer protocol, DLPack) currently have its address, so that nothing moves it meanwhile.
+struct Shared {
+    lock: RwLock<Storage>,
+    pins: AtomicUsize,
+}
 
 #[derive(Clone)]
 pub struct NDArray {
-    storage: Arc<RwLock<Storage>>,
+    storage: Arc<Shared>,
     layout: Layout,
     dtype: DType,
 }
@@ -51,7 +61,10 @@ impl NDArray {
     pub(crate) fn from_storage(storage: Storage, layout: Layout) -> NDArray {
         let dtype = storage.dtype();
         NDArray {
-            storage: Arc::new(RwLock::new(storage)),
+            storage: Arc::new(Shared {
+                lock: RwLock::new(storage),
+                pins: AtomicUsize::new(0),
+            }),
             layout,
             dtype,
         }
@@ -67,10 +80,10 @@ impl NDArray {
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
-        self.storage.read().unwrap_or_else(|e| e.into_inner())
+        self.storage.lock.read().unwrap_or_else(|e| e.into_inner())
     }
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.storage.write().unwrap_or_else(|e| e.into_inner())
+        self.storage.lock.write().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn shape(&self) -> &[usize] {

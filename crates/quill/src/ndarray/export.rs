@@ -1,0 +1,125 @@
+//! Zero-copy export of an array's memory to foreign code (Python's buffer protocol, DLPack).
+//! A `Pinned` handle owns a view of the buffer, so the memory outlives the foreign view, and
+//! counts as a pin, so nothing replaces the buffer (`relocate`) while foreign code holds its
+//! address.
+
+use super::NDArray;
+use crate::device::{Device, Storage};
+use quill_core::{Error, Result};
+use std::sync::atomic::Ordering;
+
+/// A view whose buffer stays where it is until this handle drops.
+pub struct Pinned {
+    array: NDArray,
+    /// Address of the view's first element (its offset applied), in the device's address space.
+    address: usize,
+}
+
+impl std::fmt::Debug for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Pinned({:?} at {:#x})",
+            self.array.layout(),
+            self.address
+        )
+    }
+}
+
+impl NDArray {
+    /// Pins this view's buffer for a foreign holder and returns the address of its first
+    /// element. Whoever writes through the address shares the buffer with every view of it,
+    /// exactly as two NumPy views of one array do.
+    pub fn pin(&self) -> Result<Pinned> {
+        let itemsize = self.dtype.size_in_bytes();
+        let offset_bytes = self.offset() * itemsize;
+        let base = {
+            let mut guard = self.write();
+            match &mut *guard {
+                Storage::Cpu(s) => quill_cpu::with_storage!(s, v => v.as_mut_ptr() as usize),
+                #[cfg(feature = "cuda")]
+                Storage::Cuda(s) => s.export_address()? as usize,
+            }
+        };
+        self.storage.pins.fetch_add(1, Ordering::AcqRel);
+        Ok(Pinned {
+            array: self.clone(),
+            // An empty view may sit one past the end of its buffer; the sum is only an
+            // address handed to the holder, never read here.
+            address: base.wrapping_add(offset_bytes),
+        })
+    }
+
+    /// How many foreign holders have this buffer's address now.
+    pub fn pin_count(&self) -> usize {
+        self.storage.pins.load(Ordering::Acquire)
+    }
+
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn refuse_if_pinned(&self, op: &'static str) -> Result<()> {
+        match self.pin_count() {
+            0 => Ok(()),
+            n => Err(Error::invalid(
+                op,
+                format!(
+                    "the buffer cannot move: {n} exported view(s) (NumPy arrays, memoryviews or \
+                     DLPack capsules) hold its address; delete them first, or use to_device for \
+                     a copy"
+                ),
+            )),
+        }
+    }
+}
+
+impl Pinned {
+    /// The pinned view.
+    pub fn array(&self) -> &NDArray {
+        &self.array
+    }
+    /// Address of the view's first element: a host address for CPU arrays, a device address
+    /// for GPU ones.
+    pub fn address(&self) -> usize {
+        self.address
+    }
+    pub fn device(&self) -> Device {
+        self.array.device()
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        self.array.storage.pins.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quill_core::SliceArg;
+
+    #[test]
+    fn pin_addresses_the_first_element_of_the_view_and_counts() {
+        let a = NDArray::arange(0.0, 12.0, 1.0, quill_core::DType::F32)
+            .unwrap()
+            .reshape(&[3, 4])
+            .unwrap();
+        let whole = a.pin().unwrap();
+        let v = a
+            .slice(&[
+                SliceArg::range(Some(1), Some(3), 1),
+                SliceArg::range(Some(1), None, 1),
+            ])
+            .unwrap();
+        let part = v.pin().unwrap();
+        assert_eq!(a.pin_count(), 2);
+        // Row 1, column 1 is element 5: 5 floats past the start.
+        assert_eq!(part.address() - whole.address(), 5 * 4);
+        // SAFETY: the address is the first element of `v` (element 5 of a live 12-float buffer
+        // kept alive by `part`), read while nothing writes.
+        let x = unsafe { *(part.address() as *const f32) };
+        assert_eq!(x, 5.0);
+        drop(whole);
+        drop(part);
+        assert_eq!(a.pin_count(), 0);
+    }
+}
