@@ -620,3 +620,20 @@ fn fused_optimizer_steps_match_the_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn a_pinned_buffer_refuses_to_move() -> Result<()> {
+    // No GPU needed: the refusal comes before any transfer.
+    let a = NDArray::zeros(&[4, 4], DType::F32)?;
+    let pin = a.pin()?;
+    let err = a.relocate(GPU).unwrap_err().to_string();
+    assert!(err.contains("exported"), "{err}");
+    assert_eq!(a.device(), Device::Cpu);
+    drop(pin);
+    assert_eq!(a.pin_count(), 0);
+    if gpu() {
+        a.relocate(GPU)?;
+        assert_eq!(a.device(), GPU);
+    }
+    Ok(())
+}
