@@ -25,6 +25,14 @@ pub enum UnaryOp {
     Cos,
     Tan,
     Tanh,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
     Sigmoid,
     Relu,
     /// Exact GELU: `x * Phi(x)` with the normal CDF through erf.
@@ -57,7 +65,7 @@ enum UnaryKind {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 30] = [
+    pub const ALL: [UnaryOp; 38] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -75,6 +83,14 @@ impl UnaryOp {
         UnaryOp::Cos,
         UnaryOp::Tan,
         UnaryOp::Tanh,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
         UnaryOp::Sigmoid,
         UnaryOp::Relu,
         UnaryOp::Gelu,
@@ -110,6 +126,14 @@ impl UnaryOp {
             Cos => "cos",
             Tan => "tan",
             Tanh => "tanh",
+            Asin => "asin",
+            Acos => "acos",
+            Atan => "atan",
+            Sinh => "sinh",
+            Cosh => "cosh",
+            Asinh => "asinh",
+            Acosh => "acosh",
+            Atanh => "atanh",
             Sigmoid => "sigmoid",
             Relu => "relu",
             Gelu => "gelu",
@@ -193,6 +217,14 @@ impl UnaryOp {
             Cos => x.cos(),
             Tan => x.tan(),
             Tanh => x.tanh(),
+            Asin => x.asin(),
+            Acos => x.acos(),
+            Atan => x.atan(),
+            Sinh => x.sinh(),
+            Cosh => x.cosh(),
+            Asinh => x.asinh(),
+            Acosh => x.acosh(),
+            Atanh => x.atanh(),
             // exp(-|x|) cannot overflow, so tiny results stay accurate for very negative x.
             Sigmoid => {
                 let e = (-x.abs()).exp();

@@ -57,6 +57,14 @@ QUILL_MATH1(qsin, sinf, sin)
 QUILL_MATH1(qcos, cosf, cos)
 QUILL_MATH1(qtan, tanf, tan)
 QUILL_MATH1(qtanh, tanhf, tanh)
+QUILL_MATH1(qasin, asinf, asin)
+QUILL_MATH1(qacos, acosf, acos)
+QUILL_MATH1(qatan, atanf, atan)
+QUILL_MATH1(qsinh, sinhf, sinh)
+QUILL_MATH1(qcosh, coshf, cosh)
+QUILL_MATH1(qasinh, asinhf, asinh)
+QUILL_MATH1(qacosh, acoshf, acosh)
+QUILL_MATH1(qatanh, atanhf, atanh)
 QUILL_MATH1(qerf, erff, erf)
 QUILL_MATH1(qfloor, floorf, floor)
 QUILL_MATH1(qceil, ceilf, ceil)
@@ -139,6 +147,14 @@ QUILL_UNARY(sin, qsin(x))
 QUILL_UNARY(cos, qcos(x))
 QUILL_UNARY(tan, qtan(x))
 QUILL_UNARY(tanh, qtanh(x))
+QUILL_UNARY(asin, qasin(x))
+QUILL_UNARY(acos, qacos(x))
+QUILL_UNARY(atan, qatan(x))
+QUILL_UNARY(sinh, qsinh(x))
+QUILL_UNARY(cosh, qcosh(x))
+QUILL_UNARY(asinh, qasinh(x))
+QUILL_UNARY(acosh, qacosh(x))
+QUILL_UNARY(atanh, qatanh(x))
 QUILL_UNARY(sigmoid, T(1) / (T(1) + qexp(-x)))  // exp overflow gives 1/inf = 0: no NaN
 QUILL_UNARY(relu, qrelu(x))
 // Exact GELU, x * Phi(x); and the tanh approximation (PyTorch approximate="tanh").
@@ -326,6 +342,8 @@ QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const L
     M(neg, T, D) M(abs, T, D) M(sign, T, D) M(exp, T, D) M(exp2, T, D) M(log, T, D)          \
     M(log2, T, D) M(log1p, T, D) M(expm1, T, D) M(sqrt, T, D) M(rsqrt, T, D) M(square, T, D) \
     M(reciprocal, T, D) M(sin, T, D) M(cos, T, D) M(tan, T, D) M(tanh, T, D)                 \
+    M(asin, T, D) M(acos, T, D) M(atan, T, D) M(sinh, T, D) M(cosh, T, D) M(asinh, T, D)     \
+    M(acosh, T, D) M(atanh, T, D)                                                            \
     M(sigmoid, T, D) M(relu, T, D) M(gelu, T, D) M(gelu_tanh, T, D) M(erf, T, D)             \
     M(floor, T, D) M(ceil, T, D) M(round, T, D) M(trunc, T, D)
 #define QUILL_UNARY_INT_OPS(M, T, D) M(neg, T, D) M(abs, T, D) M(sign, T, D) M(square, T, D) M(relu, T, D)

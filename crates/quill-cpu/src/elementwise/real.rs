@@ -55,6 +55,15 @@ macro_rules! real {
                     UnaryOp::Cos => x.cos(),
                     UnaryOp::Tan => x.tan(),
                     UnaryOp::Tanh => $tanh(x),
+                    // In f64: std's f32 versions lose digits near the edges of their domains.
+                    UnaryOp::Asin => (x as f64).asin() as $t,
+                    UnaryOp::Acos => (x as f64).acos() as $t,
+                    UnaryOp::Atan => (x as f64).atan() as $t,
+                    UnaryOp::Sinh => (x as f64).sinh() as $t,
+                    UnaryOp::Cosh => (x as f64).cosh() as $t,
+                    UnaryOp::Asinh => (x as f64).asinh() as $t,
+                    UnaryOp::Acosh => (x as f64).acosh() as $t,
+                    UnaryOp::Atanh => (x as f64).atanh() as $t,
                     UnaryOp::Sigmoid => $sigmoid(x),
                     // NaN passes through, as PyTorch's relu.
                     UnaryOp::Relu => {

@@ -276,6 +276,7 @@ unary_methods!(
     neg => Neg, abs => Abs, sign => Sign, exp => Exp, exp2 => Exp2, log => Log, log2 => Log2,
     log1p => Log1p, expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, square => Square,
     reciprocal => Reciprocal, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
+    asin => Asin, acos => Acos, atan => Atan, sinh => Sinh, cosh => Cosh, asinh => Asinh, acosh => Acosh, atanh => Atanh,
     sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
     floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
     isnan => IsNan, isinf => IsInf, isfinite => IsFinite,

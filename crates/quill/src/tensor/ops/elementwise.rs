@@ -50,6 +50,16 @@ impl Backward for Unary {
             Cos => g.mul(&x.sin()?)?.neg()?,
             Tan => g.mul(&self.out(x)?.square()?.add_scalar(1.0)?)?,
             Tanh => g.mul(&self.out(x)?.square()?.rsub_scalar(1.0)?)?,
+            // d asin = 1/sqrt(1 - x^2), d acos = -1/sqrt(1 - x^2), d atan = 1/(1 + x^2)
+            Asin => g.mul(&x.square()?.rsub_scalar(1.0)?.rsqrt()?)?,
+            Acos => g.mul(&x.square()?.rsub_scalar(1.0)?.rsqrt()?)?.neg()?,
+            Atan => g.div(&x.square()?.add_scalar(1.0)?)?,
+            Sinh => g.mul(&x.cosh()?)?,
+            Cosh => g.mul(&x.sinh()?)?,
+            // d asinh = 1/sqrt(x^2 + 1), d acosh = 1/sqrt(x^2 - 1), d atanh = 1/(1 - x^2)
+            Asinh => g.mul(&x.square()?.add_scalar(1.0)?.rsqrt()?)?,
+            Acosh => g.mul(&x.square()?.add_scalar(-1.0)?.rsqrt()?)?,
+            Atanh => g.div(&x.square()?.rsub_scalar(1.0)?)?,
             Sigmoid => {
                 let s = self.out(x)?;
                 g.mul(&s.mul(&s.rsub_scalar(1.0)?)?)?
@@ -291,6 +301,7 @@ unary_methods!(
     neg => Neg, abs => Abs, sign => Sign, exp => Exp, exp2 => Exp2, log => Log, log2 => Log2,
     log1p => Log1p, expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, square => Square,
     reciprocal => Reciprocal, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
+    asin => Asin, acos => Acos, atan => Atan, sinh => Sinh, cosh => Cosh, asinh => Asinh, acosh => Acosh, atanh => Atanh,
     sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
     floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
     isnan => IsNan, isinf => IsInf, isfinite => IsFinite,
