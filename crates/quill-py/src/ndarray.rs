@@ -610,6 +610,44 @@ impl PyNDArray {
     fn expand_dims(&self, axis: isize) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unsqueeze(axis).q()?))
     }
+    /// `sort` (values) or `argsort` (int64 indices) along `axis`; stable.
+    #[pyo3(signature = (axis = -1, descending = false, values = true))]
+    fn _sort(&self, axis: isize, descending: bool, values: bool) -> PyResult<Self> {
+        let r = if values {
+            self.inner.sort(axis, descending)
+        } else {
+            self.inner.argsort(axis, descending)
+        };
+        Ok(PyNDArray::wrap(r.q()?))
+    }
+    #[pyo3(signature = (axis, include_initial = false))]
+    fn _cumsum(&self, axis: isize, include_initial: bool) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.cumsum(axis, include_initial).q()?,
+        ))
+    }
+    fn _nonzero<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let v: Vec<PyNDArray> = self
+            .inner
+            .nonzero()
+            .q()?
+            .into_iter()
+            .map(PyNDArray::wrap)
+            .collect();
+        PyTuple::new(py, v)
+    }
+    #[pyo3(signature = (values, right = false))]
+    fn _searchsorted(&self, values: PyRef<PyNDArray>, right: bool) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.searchsorted(&values.inner, right).q()?,
+        ))
+    }
+    /// Elements at `indices` (an int array) along `axis`, as NumPy's `take`.
+    fn _take(&self, indices: PyRef<PyNDArray>, axis: isize) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.index_select(axis, &indices.inner).q()?,
+        ))
+    }
     #[staticmethod]
     fn _join(kind: &str, arrays: Vec<PyRef<PyNDArray>>, axis: isize) -> PyResult<Self> {
         let v: Vec<&Core> = arrays.iter().map(|a| &a.inner).collect();

@@ -1,8 +1,9 @@
 """A Python Array API (2023.12) namespace over quill's NDArray: ``xp = x.__array_namespace__()``
 or ``import quill.array_api as xp``. Every function is one quill op (or a few). Covered:
 dtypes, constants, creation, elementwise, comparisons, reductions, manipulation, ``matmul`` /
-``matrix_transpose`` / ``vecdot``, ``where``, ``astype``. Not yet: sorting, sets, searching
-beyond argmax/argmin, indexing functions, FFT and the linalg extension."""
+``matrix_transpose`` / ``vecdot``, ``where``, ``astype``; and (``_array_api_more``) data-type
+functions, sorting, searching, sets, ``take``, ``cumulative_sum``, ``tensordot``. Not yet: the
+bitwise functions, and the FFT and linalg extensions."""
 import builtins
 import math
 
@@ -112,7 +113,9 @@ for _name, _op in [
     ("log", "log"), ("log1p", "log1p"), ("log2", "log2"), ("sqrt", "sqrt"), ("square", "square"),
     ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("tanh", "tanh"), ("floor", "floor"),
     ("ceil", "ceil"), ("round", "round"), ("trunc", "trunc"), ("logical_not", "logical_not"),
-    ("isnan", "isnan"), ("isinf", "isinf"), ("isfinite", "isfinite"),
+    ("isnan", "isnan"), ("isinf", "isinf"), ("isfinite", "isfinite"), ("asin", "asin"),
+    ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "asinh"),
+    ("acosh", "acosh"), ("atanh", "atanh"),
 ]:
     globals()[_name] = _u(_op)
 
@@ -257,3 +260,6 @@ def __array_namespace_info__():
             return {n: n for n in [bool, uint8, int32, int64, float16, float32, float64]}
 
     return Info()
+
+
+from ._array_api_more import *  # noqa: E402,F401,F403 - needs the names above

@@ -18,6 +18,7 @@ mod join;
 mod matmul;
 mod operators;
 mod reduce;
+mod sort;
 mod views;
 
 use crate::device::{Device, Storage};
