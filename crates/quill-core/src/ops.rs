@@ -282,10 +282,17 @@ pub enum BinaryOp {
     LogicalAnd,
     LogicalOr,
     LogicalXor,
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// `a << b`; shifts of the width or more (or negative) give 0, as NumPy.
+    Shl,
+    /// `a >> b`, arithmetic for signed types; shifts of the width or more give 0 or -1.
+    Shr,
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 18] = [
+    pub const ALL: [BinaryOp; 23] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -304,6 +311,11 @@ impl BinaryOp {
         BinaryOp::LogicalAnd,
         BinaryOp::LogicalOr,
         BinaryOp::LogicalXor,
+        BinaryOp::BitAnd,
+        BinaryOp::BitOr,
+        BinaryOp::BitXor,
+        BinaryOp::Shl,
+        BinaryOp::Shr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -327,6 +339,11 @@ impl BinaryOp {
             LogicalAnd => "logical_and",
             LogicalOr => "logical_or",
             LogicalXor => "logical_xor",
+            BitAnd => "bitwise_and",
+            BitOr => "bitwise_or",
+            BitXor => "bitwise_xor",
+            Shl => "bitwise_left_shift",
+            Shr => "bitwise_right_shift",
         }
     }
 
@@ -359,6 +376,10 @@ impl BinaryOp {
                 bad("bool subtraction is not supported; use logical_xor")
             }
             Pow | Remainder if common == DType::Bool => bad("astype to a number first"),
+            BitAnd | BitOr | BitXor | Shl | Shr if common.is_float() => {
+                bad("bitwise ops take integers and bool")
+            }
+            Shl | Shr if common == DType::Bool => bad("shifts take integers; astype first"),
             _ => Ok(common),
         }
     }
@@ -405,6 +426,26 @@ impl BinaryOp {
             LogicalAnd => t(a != 0.0 && b != 0.0),
             LogicalOr => t(a != 0.0 || b != 0.0),
             LogicalXor => t((a != 0.0) != (b != 0.0)),
+            BitAnd => (a as i64 & b as i64) as f64,
+            BitOr => (a as i64 | b as i64) as f64,
+            BitXor => (a as i64 ^ b as i64) as f64,
+            // The i64 reference; narrower types agree wherever the result fits them.
+            Shl => {
+                if (0.0..64.0).contains(&b) {
+                    (a as i64).wrapping_shl(b as u32) as f64
+                } else {
+                    0.0
+                }
+            }
+            Shr => {
+                if (0.0..64.0).contains(&b) {
+                    ((a as i64) >> b as u32) as f64
+                } else if a < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
         }
     }
 }

@@ -167,6 +167,20 @@ QUILL_UNARY(ceil, qceil(x))
 QUILL_UNARY(round, qrint(x))
 QUILL_UNARY(trunc, qtrunc(x))
 
+// Shifts as NumPy: by the compute type's width or more (or a negative count) a left shift
+// gives 0 and a right shift 0 or -1. Casts to long long keep unsigned compares warning-free;
+// the left shift runs unsigned (no UB for negative values) and wraps.
+template <class T> QD T qshl(T a, T b) {
+    long long n = (long long)b;
+    if (n < 0 || n >= (long long)(8 * sizeof(T))) return T(0);
+    return T((unsigned long long)a << n);
+}
+template <class T> QD T qshr(T a, T b) {
+    long long n = (long long)b;
+    if (n < 0 || n >= (long long)(8 * sizeof(T))) return (long long)a < 0 ? T(-1) : T(0);
+    return T(a >> n);
+}
+
 #define QUILL_BINARY(NAME, EXPR) \
     struct B_##NAME { template <class T> QD T operator()(T a, T b) const { return EXPR; } };
 QUILL_BINARY(add, qadd(a, b))
@@ -181,6 +195,11 @@ QUILL_BINARY(atan2, qatan2(a, b))
 QUILL_BINARY(logical_and, a && b)
 QUILL_BINARY(logical_or, a || b)
 QUILL_BINARY(logical_xor, a != b)
+QUILL_BINARY(bitwise_and, T(a & b))
+QUILL_BINARY(bitwise_or, T(a | b))
+QUILL_BINARY(bitwise_xor, T(a ^ b))
+QUILL_BINARY(bitwise_left_shift, qshl(a, b))
+QUILL_BINARY(bitwise_right_shift, qshr(a, b))
 
 // Comparisons: IEEE semantics in the compute type (NaN compares unequal; -0 == +0).
 #define QUILL_COMPARE(NAME, OP) \
@@ -361,8 +380,12 @@ QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const L
     QUILL_RSCALAR_K(sub, T, D) QUILL_RSCALAR_K(div, T, D) QUILL_RSCALAR_K(pow, T, D)
 QUILL_FLOAT_TAGS(QUILL_FLOAT_KERNELS)
 
-#define QUILL_INT_KERNELS(T, D) \
-    QUILL_UNARY_INT_OPS(QUILL_UNARY_K, T, D) QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)
+#define QUILL_BITWISE_OPS(M, T, D)                                                            \
+    M(bitwise_and, T, D) M(bitwise_or, T, D) M(bitwise_xor, T, D) M(bitwise_left_shift, T, D)  \
+    M(bitwise_right_shift, T, D)
+#define QUILL_INT_KERNELS(T, D)                                                              \
+    QUILL_UNARY_INT_OPS(QUILL_UNARY_K, T, D) QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)      \
+    QUILL_BITWISE_OPS(QUILL_BINARY_K, T, D)
 QUILL_INT_KERNELS(i32, TI32)
 QUILL_INT_KERNELS(i64, TI64)
 QUILL_INT_KERNELS(u8, TU8)
@@ -370,6 +393,9 @@ QUILL_INT_KERNELS(u8, TU8)
 QUILL_BINARY_K(logical_and, bool, TBool)
 QUILL_BINARY_K(logical_or, bool, TBool)
 QUILL_BINARY_K(logical_xor, bool, TBool)
+QUILL_BINARY_K(bitwise_and, bool, TBool)
+QUILL_BINARY_K(bitwise_or, bool, TBool)
+QUILL_BINARY_K(bitwise_xor, bool, TBool)
 
 #define QUILL_COMPARE_WHERE(T, D) QUILL_COMPARE_OPS(QUILL_COMPARE_K, T, D) QUILL_WHERE_K(T, D)
 QUILL_ALL_TAGS(QUILL_COMPARE_WHERE)

@@ -95,8 +95,23 @@ pub const BINARY_INT_OPS: &[&str] = &[
     "minimum",
     "remainder",
 ];
+/// `binary_OP_TAG` for [`INT_TAGS`] only: the bitwise ops.
+pub const BINARY_BITWISE_OPS: &[&str] = &[
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+];
 /// `binary_OP_bool`.
-pub const BINARY_BOOL_OPS: &[&str] = &["logical_and", "logical_or", "logical_xor"];
+pub const BINARY_BOOL_OPS: &[&str] = &[
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+];
 /// `compare_OP_TAG` for all [`TAGS`]; the output is bool (one byte, 0 or 1).
 pub const COMPARE_OPS: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
 /// `scalar_OP_TAG` (`a OP s`) for [`FLOAT_TAGS`]; 64-bit index only.
@@ -169,7 +184,7 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
                 for op in UNARY_INT_OPS {
                     pair(&mut v, format!("unary_{op}_{t}"));
                 }
-                for op in BINARY_INT_OPS {
+                for op in BINARY_INT_OPS.iter().chain(BINARY_BITWISE_OPS) {
                     pair(&mut v, format!("binary_{op}_{t}"));
                 }
             }

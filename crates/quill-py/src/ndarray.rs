@@ -476,6 +476,51 @@ impl PyNDArray {
             )),
         }
     }
+    fn __and__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitAnd, o, false).map(PyNDArray::wrap)
+    }
+    fn __rand__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitAnd, o, true).map(PyNDArray::wrap)
+    }
+    fn __or__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitOr, o, false).map(PyNDArray::wrap)
+    }
+    fn __ror__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitOr, o, true).map(PyNDArray::wrap)
+    }
+    fn __xor__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitXor, o, false).map(PyNDArray::wrap)
+    }
+    fn __rxor__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::BitXor, o, true).map(PyNDArray::wrap)
+    }
+    fn __lshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Shl, o, false).map(PyNDArray::wrap)
+    }
+    fn __rlshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Shl, o, true).map(PyNDArray::wrap)
+    }
+    fn __rshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Shr, o, false).map(PyNDArray::wrap)
+    }
+    fn __rrshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Shr, o, true).map(PyNDArray::wrap)
+    }
+    /// `~x`: bitwise not of integers (two's complement: -x - 1), logical not of bools.
+    fn __invert__(&self) -> PyResult<Self> {
+        let r = match self.inner.dtype() {
+            DType::Bool => self.inner.unary(UnaryOp::LogicalNot),
+            d if d.is_float() => Err(quill::Error::invalid(
+                "bitwise_invert",
+                format!("not defined for dtype {d}: bitwise ops take integers and bool"),
+            )),
+            _ => self
+                .inner
+                .unary(UnaryOp::Neg)
+                .and_then(|n| n.binary_scalar(BinaryOp::Sub, quill::Scalar::I(1), false)),
+        };
+        Ok(PyNDArray::wrap(r.q()?))
+    }
     fn __neg__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Neg).q()?))
     }

@@ -210,3 +210,41 @@ def test_errors():
         xp.repeat(a, -1)
     with pytest.raises(ValueError, match="tensordot"):
         xp.tensordot(a, a, axes=1)
+
+
+@SETTINGS
+@given(st.sampled_from(["int32", "int64", "uint8"]), st.data())
+def test_bitwise_ops_match_numpy(dtype, data):
+    info = np.iinfo(dtype)
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
+    a = data.draw(hnp.arrays(dtype, shape, elements=st.integers(int(info.min), int(info.max))))
+    b = data.draw(hnp.arrays(dtype, shape[1:], elements=st.integers(int(info.min), int(info.max))))
+    bits = np.iinfo(dtype).bits
+    s = data.draw(hnp.arrays(dtype, shape[1:], elements=st.integers(0, bits - 1)))
+    qa, qb, qs = NDArray(a), NDArray(b), NDArray(s)
+    same(xp.bitwise_and(qa, qb), a & b)
+    same(qa | qb, a | b)
+    same(qa ^ qb, a ^ b)
+    same(xp.bitwise_invert(qa), ~a)
+    same(xp.bitwise_left_shift(qa, qs), np.left_shift(a, s))
+    same(qa >> qs, np.right_shift(a, s))
+    same(qa & 7, a & np.array(7, dtype))
+
+
+def test_bitwise_edges_and_errors():
+    a = np.array([-8, -1, 5, 2 ** 31 - 1], dtype=np.int32)
+    big = np.array([31, 32, 40, 1], dtype=np.int32)
+    # shifts of the width or more: 0 for <<, 0 or -1 for >> (NumPy's results on x86)
+    same(NDArray(a) << NDArray(np.array([32, 33, 1, 0], np.int32)),
+         np.array([0, 0, 10, 2 ** 31 - 1], np.int32))
+    same(NDArray(a) >> NDArray(big), np.array([-1, -1, 0, 2 ** 30 - 1], np.int32))
+    t, f = np.array([True, True, False]), np.array([True, False, False])
+    same(NDArray(t) & NDArray(f), t & f)
+    same(NDArray(t) ^ NDArray(f), t ^ f)
+    same(~NDArray(t), ~t)
+    with pytest.raises(TypeError, match="bitwise"):
+        NDArray(np.ones(2)) & NDArray(np.ones(2))
+    with pytest.raises(TypeError, match="bitwise_invert"):
+        ~NDArray(np.ones(2))
+    with pytest.raises(TypeError, match="shift"):
+        NDArray(t) << NDArray(f)

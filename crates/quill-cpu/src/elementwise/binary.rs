@@ -116,7 +116,9 @@ fn float_binary<T: FloatElement>(op: BinaryOp, sink: &mut impl Sink<T>) -> Resul
         Remainder => sink.same(f!(|x, y| x.rem_floor(y))),
         Atan2 => sink.same(f!(|x, y| x.atan2(y))),
         Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: T| v.up()),
-        LogicalAnd | LogicalOr | LogicalXor => return Err(unsupported(op, T::DTYPE)),
+        LogicalAnd | LogicalOr | LogicalXor | BitAnd | BitOr | BitXor | Shl | Shr => {
+            return Err(unsupported(op, T::DTYPE))
+        }
     }
     Ok(())
 }
@@ -156,6 +158,21 @@ macro_rules! int_kernel {
                         }
                     }),
                     Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: $t| v),
+                    BitAnd => sink.same(|x: $t, y: $t| x & y),
+                    BitOr => sink.same(|x: $t, y: $t| x | y),
+                    BitXor => sink.same(|x: $t, y: $t| x ^ y),
+                    #[allow(unused_comparisons)]
+                    Shl => sink.same(|x: $t, y: $t| {
+                        if y < 0 || y as u64 >= <$t>::BITS as u64 { 0 } else { x.wrapping_shl(y as u32) }
+                    }),
+                    #[allow(unused_comparisons)]
+                    Shr => sink.same(|x: $t, y: $t| {
+                        if y < 0 || y as u64 >= <$t>::BITS as u64 {
+                            if x < 0 { !(0 as $t) } else { 0 }
+                        } else {
+                            x >> (y as u32)
+                        }
+                    }),
                     Div | Atan2 | LogicalAnd | LogicalOr | LogicalXor => {
                         return Err(unsupported(op, <$t as quill_core::Element>::DTYPE))
                     }
@@ -204,10 +221,11 @@ impl BinaryKernel for bool {
         match op {
             // NumPy: + and maximum are `or`, * and minimum are `and` on bools.
             Add | Maximum | LogicalOr => sink.same(|x: bool, y: bool| x | y),
-            Mul | Minimum | LogicalAnd => sink.same(|x: bool, y: bool| x & y),
-            LogicalXor => sink.same(|x: bool, y: bool| x ^ y),
+            Mul | Minimum | LogicalAnd | BitAnd => sink.same(|x: bool, y: bool| x & y),
+            LogicalXor | BitXor => sink.same(|x: bool, y: bool| x ^ y),
+            BitOr => sink.same(|x: bool, y: bool| x | y),
             Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: bool| v),
-            Sub | Div | Pow | Remainder | Atan2 => {
+            Sub | Div | Pow | Remainder | Atan2 | Shl | Shr => {
                 return Err(unsupported(op, quill_core::DType::Bool))
             }
         }

@@ -2,8 +2,8 @@
 or ``import quill.array_api as xp``. Every function is one quill op (or a few). Covered:
 dtypes, constants, creation, elementwise, comparisons, reductions, manipulation, ``matmul`` /
 ``matrix_transpose`` / ``vecdot``, ``where``, ``astype``; and (``_array_api_more``) data-type
-functions, sorting, searching, sets, ``take``, ``cumulative_sum``, ``tensordot``. Not yet: the
-bitwise functions, and the FFT and linalg extensions."""
+functions, sorting, searching, sets, ``take``, ``cumulative_sum``, ``tensordot``, bitwise
+functions. Not yet: the FFT and linalg extensions."""
 import builtins
 import math
 
@@ -144,8 +144,14 @@ for _name, _op in [
     ("atan2", "atan2"), ("equal", "eq"), ("not_equal", "ne"), ("less", "lt"),
     ("less_equal", "le"), ("greater", "gt"), ("greater_equal", "ge"),
     ("logical_and", "logical_and"), ("logical_or", "logical_or"), ("logical_xor", "logical_xor"),
+    ("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor"),
+    ("bitwise_left_shift", "bitwise_left_shift"), ("bitwise_right_shift", "bitwise_right_shift"),
 ]:
     globals()[_name] = _b(_op)
+
+
+def bitwise_invert(x, /):
+    return ~_arr(x)
 
 
 def floor_divide(x1, x2, /):

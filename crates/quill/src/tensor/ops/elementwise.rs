@@ -180,7 +180,9 @@ impl Backward for Binary {
                     need.1.then(|| g.mul(a)?.div(&den)?.neg()).transpose()?,
                 )
             }
-            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => (None, None),
+            // Integer and bool results: nothing to differentiate.
+            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor | BitAnd | BitOr
+            | BitXor | Shl | Shr => (None, None),
         };
         Ok(vec![
             ga.map(|t| sum_to(&t, a.shape())).transpose()?,
