@@ -8,6 +8,7 @@ use crate::convert::{
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::IntoPyObjectExt;
 use quill::{BinaryOp, DType, Device, NDArray as Core, Scalar, UnaryOp};
 
 /// A device as needle names it: `quill.cpu()`, `quill.cuda()`.
@@ -125,6 +126,22 @@ fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> P
         Operand::Scalar(s) => a.binary_scalar(op, s, reversed).q(),
         Operand::Array(b) if reversed => b.binary(op, a).q(),
         Operand::Array(b) => a.binary(op, &b).q(),
+    }
+}
+
+/// A boolean NDArray used as an index (NumPy's mask indexing).
+fn bool_mask(idx: &Bound<'_, PyAny>) -> Option<Core> {
+    let a = idx.extract::<PyRef<PyNDArray>>().ok()?;
+    (a.inner.dtype() == DType::Bool).then(|| a.inner.clone())
+}
+
+/// Mask shape errors are IndexErrors, as NumPy's.
+fn index_err(e: quill::Error) -> PyErr {
+    match e {
+        quill::Error::InvalidArgument { .. } => {
+            pyo3::exceptions::PyIndexError::new_err(e.to_string())
+        }
+        e => crate::convert::err(e),
     }
 }
 
@@ -392,9 +409,21 @@ impl PyNDArray {
     }
 
     fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Some(mask) = bool_mask(idx) {
+            return Ok(PyNDArray::wrap(
+                self.inner.select_mask(&mask).map_err(index_err)?,
+            ));
+        }
         Ok(PyNDArray::wrap(self.inner.slice(&index_of(idx)?).q()?))
     }
     fn __setitem__(&self, idx: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Some(mask) = bool_mask(idx) {
+            let v = match operand(value)? {
+                Operand::Scalar(s) => Core::full(&[], s, self.inner.dtype()).q()?,
+                Operand::Array(a) => a,
+            };
+            return self.inner.assign_mask(&mask, &v).map_err(index_err);
+        }
         let view = self.inner.slice(&index_of(idx)?).q()?;
         match operand(value)? {
             Operand::Scalar(s) => view.assign_scalar(s).q(),
@@ -759,5 +788,98 @@ impl PyNDArray {
             )));
         }
         self.inner.item::<bool>().q()
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        self.one("float")?;
+        self.inner.item::<f64>().q()
+    }
+    fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.__float__()?;
+        py.import("builtins")?.getattr("complex")?.call1((v,))
+    }
+    /// `int(x)`: Python's rules (truncation; NaN is a ValueError, inf an OverflowError).
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.one("int")?;
+        if self.inner.dtype().is_float() {
+            let v = self.inner.item::<f64>().q()?;
+            return pyo3::types::PyFloat::new(py, v).call_method0("__int__");
+        }
+        self.inner.item::<i64>().q()?.into_bound_py_any(py)
+    }
+    /// `operator.index(x)`: integer arrays only, as NumPy.
+    fn __index__(&self) -> PyResult<i64> {
+        if !matches!(self.inner.dtype(), DType::I32 | DType::I64 | DType::U8) {
+            return Err(PyTypeError::new_err(format!(
+                "only integer arrays can be used as an index, not {}",
+                self.inner.dtype()
+            )));
+        }
+        self.one("index")?;
+        self.inner.item::<i64>().q()
+    }
+    fn __pos__(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.try_deep_copy().q()?))
+    }
+    fn __floordiv__<'py>(
+        slf: Bound<'py, Self>,
+        o: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = slf
+            .py()
+            .import("quill.array_api")?
+            .getattr("floor_divide")?;
+        f.call1((slf, o))
+    }
+    fn __rfloordiv__<'py>(
+        slf: Bound<'py, Self>,
+        o: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let f = slf
+            .py()
+            .import("quill.array_api")?
+            .getattr("floor_divide")?;
+        f.call1((o, slf))
+    }
+    /// The array on `device` (the Array API's name for `.to`).
+    #[pyo3(signature = (device, /, *, stream = None))]
+    fn to_device(
+        &self,
+        device: PyRef<PyDevice>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let _ = stream;
+        Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
+    }
+    /// The transpose of a 2-D array (all axes reversed, as NumPy, for other ranks).
+    #[getter(T)]
+    fn transpose_all(&self) -> PyResult<Self> {
+        let axes: Vec<isize> = (0..self.inner.ndim() as isize).rev().collect();
+        Ok(PyNDArray::wrap(self.inner.permute(&axes).q()?))
+    }
+    /// The last two axes swapped (a stack of matrices transposed).
+    #[getter(mT)]
+    fn matrix_transpose(&self) -> PyResult<Self> {
+        let n = self.inner.ndim() as isize;
+        if n < 2 {
+            return Err(PyValueError::new_err(format!(
+                "mT needs an array of rank 2 or more; this one has shape {:?}",
+                self.inner.shape()
+            )));
+        }
+        let mut axes: Vec<isize> = (0..n).collect();
+        axes.swap((n - 2) as usize, (n - 1) as usize);
+        Ok(PyNDArray::wrap(self.inner.permute(&axes).q()?))
+    }
+}
+
+impl PyNDArray {
+    fn one(&self, what: &str) -> PyResult<()> {
+        if self.inner.numel() != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "only arrays with one element convert to Python {what}; this one has shape {:?}",
+                self.inner.shape()
+            )));
+        }
+        Ok(())
     }
 }

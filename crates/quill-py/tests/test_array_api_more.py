@@ -248,3 +248,56 @@ def test_bitwise_edges_and_errors():
         ~NDArray(np.ones(2))
     with pytest.raises(TypeError, match="shift"):
         NDArray(t) << NDArray(f)
+
+
+@SETTINGS
+@given(strided(), st.data())
+def test_boolean_mask_get_and_set_match_numpy(pair, data):
+    qv, nv = pair
+    k = data.draw(st.integers(0, nv.ndim))
+    mask = data.draw(hnp.arrays(np.bool_, nv.shape[:k]))
+    np.testing.assert_array_equal(np.asarray(qv[NDArray(mask)]), nv[mask])
+    # scalar, one row, and one value per selection
+    q2, n2 = NDArray(nv.copy()), nv.copy()
+    q2[NDArray(mask)] = -5.0
+    n2[mask] = -5.0
+    np.testing.assert_array_equal(np.asarray(q2), n2)
+    per = np.arange(float(n2[mask].size)).reshape(n2[mask].shape)
+    q2[NDArray(mask)] = NDArray(per)
+    n2[mask] = per
+    np.testing.assert_array_equal(np.asarray(q2), n2)
+    # writes go through a view into its base
+    qv2 = qv.compact()
+    qv2[NDArray(mask)] = 9.0
+    assert (np.asarray(qv2)[mask] == 9.0).all()
+
+
+def test_mask_errors_and_scalar_conversions():
+    a = NDArray(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(IndexError, match="leading dims"):
+        a[NDArray(np.array([True, False, True]))]
+    with pytest.raises(IndexError, match="fits neither"):
+        a[NDArray(np.array([True, True]))] = NDArray(np.ones((3, 3)))
+    assert float(a[1, 2]) == 5.0 and int(a[1, 2]) == 5
+    assert int(NDArray(np.float64(-2.7))) == -2
+    assert [10, 20, 30][NDArray(np.int64(2))] == 30
+    assert complex(a[0, 1]) == 1 + 0j
+    with pytest.raises(TypeError, match="integer arrays"):
+        [1, 2][NDArray(np.float32(1.0))]
+    with pytest.raises(TypeError, match="one element"):
+        float(a)
+    with pytest.raises(ValueError):
+        int(NDArray(np.float64(np.nan)))
+    with pytest.raises(OverflowError):
+        int(NDArray(np.float64(np.inf)))
+    assert a.T.shape == (3, 2) and a.mT.shape == (3, 2)
+    assert np.array_equal(np.asarray(+a), np.asarray(a)) and not np.shares_memory(np.asarray(+a), np.asarray(a))
+    np.testing.assert_array_equal(np.asarray(NDArray(np.array([7, -7], np.int32)) // 2), [3, -4])
+    np.testing.assert_array_equal(np.asarray(NDArray(np.array([7, 5], np.uint8)) // NDArray(np.array([0, 2], np.uint8))), [0, 2])
+    assert (NDArray(np.array([7, 5], np.uint8)) // 2).dtype == "uint8"
+    assert xp.hypot(xp.asarray([3.0], dtype=xp.float32), xp.asarray([4.0], dtype=xp.float32)).dtype == "float32"
+    assert xp.where(xp.asarray([True]), 1, xp.asarray([2], dtype=xp.uint8)).dtype == "uint8"
+    assert xp.linspace(0, 1, num=0).shape == (0,)
+    info = xp.__array_namespace_info__()
+    assert info.dtypes(kind="integral") == {"uint8": "uint8", "int32": "int32", "int64": "int64"}
+    assert info.capabilities()["boolean indexing"]

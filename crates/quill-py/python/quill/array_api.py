@@ -51,6 +51,10 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    if num < 0:
+        raise ValueError(f"linspace: num must be >= 0, got {num}")
+    if num == 0:
+        return zeros((0,), dtype=dtype or float64)
     if not endpoint:
         step = (stop - start) / num
         return arange(0, num, dtype=dtype or float64) * step + start
@@ -154,11 +158,32 @@ def bitwise_invert(x, /):
     return ~_arr(x)
 
 
+_FLOATS = (float16, float32, float64, "bfloat16")
+
+
 def floor_divide(x1, x2, /):
-    return floor(divide(x1, x2))
+    out = floor(divide(x1, x2))
+    dt = add(x1, x2).dtype if isinstance(x1, NDArray) else add(x2, x1).dtype
+    if dt in _FLOATS:
+        return out
+    # Integers: the floored quotient in the operands' dtype, 0 for a zero divisor (NumPy).
+    zero = equal(x2, 0) if isinstance(x2, NDArray) else asarray(x2 == 0)
+    return where(zero, 0.0, out).astype(dt)
+
+
+def _weak(x, like):
+    """A Python number as an array of `like`'s dtype (NumPy 2's weak scalars); a float with an
+    integer array stays a float64 array."""
+    if isinstance(x, NDArray) or not isinstance(like, NDArray):
+        return _arr(x)
+    if isinstance(x, float) and like.dtype not in _FLOATS:
+        return asarray(x)
+    return NDArray(_np.asarray(x), dtype=like.dtype)
 
 
 def where(condition, x1, x2, /):
+    x1 = _weak(x1, x2)
+    x2 = _weak(x2, x1)
     return NDArray._where(_arr(condition), _arr(x1), _arr(x2))
 
 
@@ -177,17 +202,31 @@ def astype(x, dtype, /, *, copy=True, device=None):
 
 # reductions
 def _r(name):
-    def f(x, /, *, axis=None, keepdims=False, **kw):
-        if "dtype" in kw and kw["dtype"] is not None:
-            x = x.astype(kw["dtype"])
-        return x._reduce(name, axis, keepdims, int(kw.get("correction", 0)))
+    def f(x, /, *, axis=None, keepdims=False):
+        return x._reduce(name, axis, keepdims, 0)
 
     f.__name__ = name
     return f
 
 
-for _name in ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all"]:
+for _name in ["max", "min", "mean", "any", "all"]:
     globals()[_name] = _r(_name)
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001 - the standard's name
+    return (x if dtype is None else x.astype(dtype))._reduce("sum", axis, keepdims, 0)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    return (x if dtype is None else x.astype(dtype))._reduce("prod", axis, keepdims, 0)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return x._reduce("var", axis, keepdims, int(correction))
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return x._reduce("std", axis, keepdims, int(correction))
 
 
 def argmax(x, /, *, axis=None, keepdims=False):
@@ -249,21 +288,39 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 
 def __array_namespace_info__():
+    kinds = {
+        "bool": (bool,),
+        "signed integer": (int32, int64),
+        "unsigned integer": (uint8,),
+        "integral": (uint8, int32, int64),
+        "real floating": (float16, float32, float64),
+        "complex floating": (),
+        "numeric": (uint8, int32, int64, float16, float32, float64),
+    }
+
     class Info:
         def capabilities(self):
-            return {"boolean indexing": False, "data-dependent shapes": False}
+            return {"boolean indexing": True, "data-dependent shapes": True}
 
         def default_device(self):
             return _cpu()
 
         def devices(self):
-            return [_cpu()]
+            from ._native import cuda
+            return [_cpu()] + [d for d in [cuda()] if d.enabled()]
 
         def default_dtypes(self, *, device=None):
-            return {"real floating": float64, "integral": int64, "indexing": int64}
+            # quill has no complex dtype: that entry is None.
+            return {"real floating": float64, "complex floating": None, "integral": int64,
+                    "indexing": int64}
 
         def dtypes(self, *, device=None, kind=None):
-            return {n: n for n in [bool, uint8, int32, int64, float16, float32, float64]}
+            if kind is None:
+                names = (bool,) + kinds["numeric"]
+            else:
+                ks = kind if isinstance(kind, tuple) else (kind,)
+                names = tuple(n for k in ks for n in kinds[k])
+            return {n: n for n in names}
 
     return Info()
 

@@ -15,6 +15,7 @@ mod export;
 pub use export::Pinned;
 mod index;
 mod join;
+mod mask;
 mod matmul;
 mod operators;
 mod reduce;
