@@ -51,8 +51,14 @@ pub fn np_name(d: DType) -> &'static str {
 
 /// A dtype from a name (`"float32"`, `"f32"`, `"int64"`, ...) or a NumPy dtype / type.
 pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let named = || -> Option<String> {
+        let n: String = obj.getattr("name").ok()?.extract().ok()?;
+        DType::parse(&n).map(|_| n)
+    };
     let name: String = match obj.extract::<String>() {
         Ok(s) => s,
+        // dtype objects with a `name` (quill.array_api's, NumPy's)
+        Err(_) if named().is_some() => named().unwrap_or_default(),
         Err(_) => {
             let np = obj.py().import("numpy")?;
             np.call_method1("dtype", (obj,))?

@@ -301,3 +301,15 @@ def test_mask_errors_and_scalar_conversions():
     info = xp.__array_namespace_info__()
     assert info.dtypes(kind="integral") == {"uint8": "uint8", "int32": "int32", "int64": "int64"}
     assert info.capabilities()["boolean indexing"]
+
+
+def test_dtype_objects_are_not_kind_names():
+    assert not isinstance(xp.float32, str)
+    assert xp.asarray([1.0], dtype=xp.float32).dtype == xp.float32
+    assert {xp.float32: 1}["float32"] == 1
+    assert xp.isdtype(xp.uint8, xp.uint8) and not xp.isdtype(xp.uint8, xp.int32)
+    assert xp.result_type(xp.uint8, xp.int32) is xp.int32
+    assert xp.clip(xp.asarray([1, 200], dtype=xp.uint8), max=xp.asarray(100)).dtype == xp.uint8
+    a = NDArray(np.zeros((2, 3)))
+    assert a[NDArray(np.zeros((2, 0), bool))].shape == (0,)
+    assert np.asarray(xp.astype(a, xp.int32)).dtype == np.int32

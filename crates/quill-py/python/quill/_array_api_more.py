@@ -13,7 +13,7 @@ import numpy as _np
 from ._native import NDArray
 from .array_api import (
     _arr, abs, arange, asarray, bool, concat, divide, equal, float16, float32, float64, int32,
-    int64, isinf, less, log1p, exp, logical_and, logical_or, matmul, maximum, minimum,
+    int64, isinf, less, _BY_NAME, log1p, exp, logical_and, logical_or, matmul, maximum, minimum,
     multiply, not_equal, permute_dims, reshape, sqrt, uint8, where, zeros, zeros_like,
 )
 
@@ -47,7 +47,7 @@ def result_type(*arrays_and_dtypes):
     out = NDArray._create("full", dtypes[0], 0.0, shape=[])
     for d in dtypes[1:]:
         out = out._binary("add", NDArray._create("full", d, 0.0, shape=[]))
-    return out.dtype
+    return _BY_NAME.get(out.dtype, out.dtype)
 
 
 def can_cast(from_, to, /):
@@ -68,14 +68,14 @@ def finfo(type, /):  # noqa: A002 - the standard's name
     if dt == "bfloat16":
         return _Finfo(16, 2.0 ** -7, 3.3895313892515355e38, -3.3895313892515355e38,
                       2.0 ** -126, dt)
-    f = _np.finfo(dt)
+    f = _np.finfo(str(dt))
     return _Finfo(f.bits, float(f.eps), float(f.max), float(f.min),
                   float(f.smallest_normal), dt)
 
 
 def iinfo(type, /):  # noqa: A002 - the standard's name
     dt = type.dtype if isinstance(type, NDArray) else type
-    i = _np.iinfo(dt)
+    i = _np.iinfo(str(dt))
     return _Iinfo(i.bits, int(i.max), int(i.min), dt)
 
 

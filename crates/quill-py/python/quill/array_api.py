@@ -13,9 +13,35 @@ from ._native import NDArray, cpu as _cpu, from_dlpack
 
 __array_api_version__ = "2023.12"
 
-bool = "bool"  # noqa: A001 - the standard's names
-uint8, int32, int64 = "uint8", "int32", "int64"
-float16, float32, float64 = "float16", "float32", "float64"
+
+
+class _DType:
+    """A dtype object, as the standard asks (distinct from kind names such as "integral").
+    It equals and hashes as its name, so ``x.dtype == xp.float32`` holds for quill's string
+    dtypes, and quill functions accept it wherever they take a dtype name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return self.name == (other.name if isinstance(other, _DType) else other)
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"quill.array_api.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+
+bool = _DType("bool")  # noqa: A001 - the standard's names
+uint8, int32, int64 = _DType("uint8"), _DType("int32"), _DType("int64")
+float16, float32, float64 = _DType("float16"), _DType("float32"), _DType("float64")
+_BY_NAME = {d.name: d for d in [bool, uint8, int32, int64, float16, float32, float64]}
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 
 
@@ -188,12 +214,14 @@ def where(condition, x1, x2, /):
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
-    out = _arr(x)
+    x = _arr(x)
+    out = x
     if min is not None:
         out = maximum(out, min)
     if max is not None:
         out = minimum(out, max)
-    return out
+    # The standard: the result has x's dtype whatever min and max are.
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):

@@ -13,7 +13,14 @@ fn check(op: &'static str, x: &NDArray, mask: &NDArray) -> Result<()> {
             got: mask.dtype(),
         });
     }
-    if k > x.ndim() || mask.shape() != &x.shape()[..k] {
+    // NumPy also takes a mask with size-0 dims where the array's differ: it selects nothing.
+    let fits = k <= x.ndim()
+        && mask
+            .shape()
+            .iter()
+            .zip(x.shape())
+            .all(|(&m, &d)| m == d || m == 0);
+    if !fits {
         return Err(Error::invalid(
             op,
             format!(
@@ -39,6 +46,11 @@ impl NDArray {
         const OP: &str = "boolean index";
         check(OP, self, mask)?;
         let k = mask.ndim();
+        if mask.shape() != &self.shape()[..k] {
+            let mut empty = vec![0];
+            empty.extend_from_slice(&self.shape()[k..]);
+            return NDArray::zeros(&empty, self.dtype())?.to_device(self.device());
+        }
         // The lead count spelled out: -1 is ambiguous when a trailing dim is 0.
         let lead: usize = self.shape()[..k].iter().product();
         let mut shape: Vec<isize> = vec![lead as isize];
@@ -53,6 +65,9 @@ impl NDArray {
         const OP: &str = "boolean index assignment";
         check(OP, self, mask)?;
         let k = mask.ndim();
+        if mask.shape() != &self.shape()[..k] {
+            return Ok(()); // a mask with a size-0 dim the array lacks selects nothing
+        }
         let rest = &self.shape()[k..];
         let per_row = value.ndim() <= rest.len()
             && quill_core::shape::broadcast_shapes(OP, value.shape(), rest)
