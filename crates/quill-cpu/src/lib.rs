@@ -2,6 +2,7 @@
 //! cast), threaded with rayon, with cache-tiled and SIMD paths chosen at run time, over a
 //! size-class buffer pool.
 
+pub mod buf;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
@@ -14,7 +15,7 @@ pub mod simd;
 pub mod storage;
 pub mod transpose;
 
-pub use storage::{CpuElement, CpuStorage};
+pub use storage::{Buf, CpuElement, CpuStorage};
 
 use quill_core::{Element, Error, Layout, Result, Scalar};
 

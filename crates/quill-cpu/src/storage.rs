@@ -1,23 +1,25 @@
 //! `CpuStorage`: one typed, contiguous buffer per dtype, and the `CpuElement` trait that maps a
 //! Rust element type to its arm. Buffers come from and return to the size-class pool.
 
+pub use crate::buf::Buf;
 use crate::pool;
 use half::{bf16, f16};
 use quill_core::{DType, Element};
 
 #[derive(Debug)]
 pub enum CpuStorage {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    Bool(Vec<bool>),
+    F32(Buf<f32>),
+    F64(Buf<f64>),
+    F16(Buf<f16>),
+    BF16(Buf<bf16>),
+    I32(Buf<i32>),
+    I64(Buf<i64>),
+    U8(Buf<u8>),
+    Bool(Buf<bool>),
 }
 
-/// Runs `$body` with `$v` bound to the typed vector of `$s`, whatever its dtype.
+/// Runs `$body` with `$v` bound to the typed buffer (`Buf<T>`, a slice through `Deref`) of `$s`,
+/// whatever its dtype.
 #[macro_export]
 macro_rules! with_storage {
     ($s:expr, $v:ident => $body:expr) => {
@@ -42,6 +44,7 @@ mod sealed {
 /// the all-zero bit pattern is a valid value (the pool relies on it).
 pub trait CpuElement: Element + sealed::Sealed {
     fn wrap(v: Vec<Self>) -> CpuStorage;
+    fn wrap_buf(b: Buf<Self>) -> CpuStorage;
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
     fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
 }
@@ -51,7 +54,10 @@ macro_rules! cpu_element {
         impl sealed::Sealed for $t {}
         impl CpuElement for $t {
             fn wrap(v: Vec<Self>) -> CpuStorage {
-                CpuStorage::$arm(v)
+                CpuStorage::$arm(Buf::from(v))
+            }
+            fn wrap_buf(b: Buf<Self>) -> CpuStorage {
+                CpuStorage::$arm(b)
             }
             fn slice(s: &CpuStorage) -> Option<&[Self]> {
                 match s {
@@ -158,6 +164,6 @@ impl CpuStorage {
 
 impl Drop for CpuStorage {
     fn drop(&mut self) {
-        with_storage!(self, v => pool::give(std::mem::take(v)))
+        with_storage!(self, v => pool::give(v.take_vec()))
     }
 }

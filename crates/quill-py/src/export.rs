@@ -1,6 +1,6 @@
 //! Sharing memory with NumPy and PyTorch: the Python buffer protocol and DLPack export a
-//! quill array's own buffer (zero-copy, any strides); `from_dlpack` reads another library's
-//! array into a new quill buffer. The DLPack structs are written here from the DLPack 1.x
+//! quill array's own buffer (zero-copy, any strides); `from_dlpack` views another library's
+//! array in place (a foreign buffer that calls the producer's deleter when quill drops it). The DLPack structs are written here from the DLPack 1.x
 //! specification (`dlpack.h`): plain `repr(C)` data, no code taken from elsewhere.
 
 use crate::convert::Q;
@@ -158,6 +158,7 @@ const DL_UINT: u8 = 1;
 const DL_FLOAT: u8 = 2;
 const DL_BFLOAT: u8 = 4;
 const DL_BOOL: u8 = 6;
+const FLAG_READ_ONLY: u64 = 1;
 const FLAG_IS_COPIED: u64 = 2;
 
 #[repr(C)]
@@ -436,11 +437,58 @@ pub fn dlpack_device<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, P
     (d.device_type, d.device_id).into_bound_py_any(py)
 }
 
-/// Reads the DLTensor of a capsule into a new quill array (on the CPU).
+/// Calls a consumed capsule's deleter when dropped: once quill no longer views the memory
+/// (shared import), or right after the copy.
+struct Release {
+    managed: *mut c_void,
+    delete: unsafe fn(*mut c_void),
+}
+
+// SAFETY: DLPack lets a consumer call the deleter from any thread (producers that need the
+// GIL, as NumPy and PyTorch, take it inside); nothing else is reached through the pointer.
+unsafe impl Send for Release {}
+// SAFETY: `&Release` gives no access to the pointer.
+unsafe impl Sync for Release {}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        // SAFETY: `managed` is the consumed tensor this Release was made for, deleted once.
+        unsafe { (self.delete)(self.managed) }
+    }
+}
+
+unsafe fn release_legacy(m: *mut c_void) {
+    let m = m as *mut DLManagedTensor;
+    // SAFETY: `m` is a live legacy managed tensor (Release's contract).
+    unsafe {
+        if let Some(d) = (*m).deleter {
+            d(m);
+        }
+    }
+}
+
+unsafe fn release_versioned(m: *mut c_void) {
+    let m = m as *mut DLManagedTensorVersioned;
+    // SAFETY: as in `release_legacy`.
+    unsafe {
+        if let Some(d) = (*m).deleter {
+            d(m);
+        }
+    }
+}
+
+/// A quill array over the DLTensor `t` (CPU only): the producer's memory itself when `copy`
+/// allows and it can be shared (aligned, writable, not bool), else a copy. `owner` frees the
+/// producer's tensor: kept by the shared buffer, or dropped after the copy.
 ///
 /// # Safety
-/// `t` must describe memory that stays valid until the capsule's deleter runs.
-unsafe fn read_tensor(t: &DLTensor) -> PyResult<NDArray> {
+/// `t` must describe memory that stays valid until `owner` is dropped.
+unsafe fn read_tensor(
+    t: &DLTensor,
+    owner: Release,
+    read_only: bool,
+    copy: Option<bool>,
+) -> PyResult<NDArray> {
     let dtype = quill_dtype(t.dtype)?;
     if t.device.device_type != DL_CPU {
         return Err(PyBufferError::new_err(format!(
@@ -473,9 +521,6 @@ unsafe fn read_tensor(t: &DLTensor) -> PyResult<NDArray> {
     };
     let numel: usize = shape.iter().product();
     let size = dtype.size_in_bytes();
-    if numel == 0 {
-        return NDArray::zeros(&shape, dtype).q();
-    }
     // The span of elements the view touches, relative to its first element.
     let (mut lo, mut hi) = (0isize, 0isize);
     for (&d, &s) in shape.iter().zip(&strides) {
@@ -486,24 +531,68 @@ unsafe fn read_tensor(t: &DLTensor) -> PyResult<NDArray> {
             hi += reach;
         }
     }
-    let span = (hi - lo + 1) as usize;
-    let first = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
-    // SAFETY: a DLPack producer guarantees every element the shape and strides address lies
-    // in its allocation; [lo, hi] are exactly the first and last of them, relative to the
-    // first element, so the byte range read is inside the producer's memory. u8 has no
-    // alignment requirement.
-    let bytes = unsafe {
-        std::slice::from_raw_parts(first.wrapping_offset(lo * size as isize), span * size)
+    let span = if numel == 0 {
+        0
+    } else {
+        (hi - lo + 1) as usize
     };
+    let first = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
+    let start = first.wrapping_offset(lo * size as isize);
+    let offset = (-lo) as usize;
+    let why_not = if read_only {
+        Some("the producer marked it read-only")
+    } else if dtype == DType::Bool {
+        Some("bool bytes are checked by a copy")
+    } else if !(start as usize).is_multiple_of(size) {
+        Some("it is not aligned")
+    } else if numel == 0 {
+        Some("it is empty")
+    } else {
+        None
+    };
+    match (copy, why_not) {
+        (Some(false), Some(why)) => {
+            return Err(PyBufferError::new_err(format!(
+                "from_dlpack: copy=False, but this array cannot be shared: {why}"
+            )))
+        }
+        (None | Some(false), None) => {
+            // SAFETY: a DLPack producer guarantees every element the shape and strides address
+            // lies in its allocation; [lo, hi] are the first and last of them, so `span`
+            // elements from `start` are the producer's, valid until the deleter `owner` runs.
+            return unsafe {
+                NDArray::from_foreign(
+                    start,
+                    span,
+                    dtype,
+                    &shape,
+                    &strides,
+                    offset,
+                    Box::new(owner),
+                )
+            }
+            .q();
+        }
+        _ => {}
+    }
+    if numel == 0 {
+        return NDArray::zeros(&shape, dtype).q();
+    }
+    // SAFETY: as above, read as bytes (no alignment needed) before `owner` drops.
+    let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, span * size) };
     let flat = NDArray::from_le_bytes(bytes, &[span], dtype).q()?;
-    flat.as_strided(&shape, &strides, (-lo) as usize)
+    let out = flat
+        .as_strided(&shape, &strides, offset)
         .q()?
         .try_compact()
-        .q()
+        .q();
+    drop(owner);
+    out
 }
 
-/// `from_dlpack(x)`: a quill array with `x`'s values (a copy into quill's memory).
-pub fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<NDArray> {
+/// `from_dlpack(x)`: a quill array over `x`'s memory (zero-copy where it can be shared; a
+/// copy when `copy` is true or sharing is impossible).
+pub fn from_dlpack(x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<NDArray> {
     let py = x.py();
     let kw = pyo3::types::PyDict::new(py);
     kw.set_item("max_version", (1, 1))?;
@@ -516,8 +605,8 @@ pub fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<NDArray> {
     let p = cap.as_ptr();
     // SAFETY: `p` is a live object (`cap` holds it). `PyCapsule_IsValid` checks type and name
     // without raising; the pointer of a valid capsule of that name is the producer's managed
-    // tensor, alive until we call its deleter, which we do once, after renaming the capsule
-    // so that its destructor does not call it again.
+    // tensor. Renaming the capsule makes us its owner (its destructor no longer deletes it);
+    // the `Release` made right after deletes it exactly once.
     unsafe {
         if ffi::PyCapsule_IsValid(p, VERSIONED.as_ptr()) == 1 {
             let m =
@@ -529,24 +618,25 @@ pub fn from_dlpack(x: &Bound<'_, PyAny>) -> PyResult<NDArray> {
                     (*m).version.minor
                 )));
             }
-            let out = read_tensor(&(*m).dl_tensor);
             if ffi::PyCapsule_SetName(p, USED_VERSIONED.as_ptr()) != 0 {
                 return Err(PyErr::fetch(py));
             }
-            if let Some(d) = (*m).deleter {
-                d(m);
-            }
-            out
+            let owner = Release {
+                managed: m as *mut c_void,
+                delete: release_versioned,
+            };
+            let read_only = (*m).flags & FLAG_READ_ONLY != 0;
+            read_tensor(&(*m).dl_tensor, owner, read_only, copy)
         } else if ffi::PyCapsule_IsValid(p, LEGACY.as_ptr()) == 1 {
             let m = ffi::PyCapsule_GetPointer(p, LEGACY.as_ptr()) as *mut DLManagedTensor;
-            let out = read_tensor(&(*m).dl_tensor);
             if ffi::PyCapsule_SetName(p, USED_LEGACY.as_ptr()) != 0 {
                 return Err(PyErr::fetch(py));
             }
-            if let Some(d) = (*m).deleter {
-                d(m);
-            }
-            out
+            let owner = Release {
+                managed: m as *mut c_void,
+                delete: release_legacy,
+            };
+            read_tensor(&(*m).dl_tensor, owner, false, copy)
         } else {
             Err(PyTypeError::new_err(
                 "from_dlpack: __dlpack__ did not return an unused DLPack capsule",

@@ -64,8 +64,9 @@ pub fn cuda(index: usize) -> PyDevice {
     }
 }
 
-/// A quill array with the values of any DLPack producer (NumPy, PyTorch, JAX, quill), on
-/// `device` (default: the CPU). The values are copied into quill's memory.
+/// A quill array over the memory of any DLPack producer (NumPy, PyTorch, JAX, quill): shared
+/// where it can be (writes show on both sides), copied when `copy=True`, for read-only, bool
+/// or misaligned memory, or when `device` is another device.
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device = None, copy = None))]
 pub fn from_dlpack(
@@ -73,13 +74,7 @@ pub fn from_dlpack(
     device: Option<PyRef<PyDevice>>,
     copy: Option<bool>,
 ) -> PyResult<PyNDArray> {
-    if copy == Some(false) {
-        return Err(pyo3::exceptions::PyBufferError::new_err(
-            "from_dlpack: quill always copies foreign memory into its own buffers; copy=False \
-             cannot be honoured",
-        ));
-    }
-    let a = crate::export::from_dlpack(x)?;
+    let a = crate::export::from_dlpack(x, copy)?;
     let a = match device {
         Some(d) => a.to_device(d.device).q()?,
         None => a,
@@ -126,6 +121,13 @@ fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> P
         Operand::Scalar(s) => a.binary_scalar(op, s, reversed).q(),
         Operand::Array(b) if reversed => b.binary(op, a).q(),
         Operand::Array(b) => a.binary(op, &b).q(),
+    }
+}
+
+fn in_place(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    match operand(other)? {
+        Operand::Scalar(s) => a.binary_scalar_assign(op, s).q(),
+        Operand::Array(b) => a.binary_assign(op, &b).q(),
     }
 }
 
@@ -549,6 +551,41 @@ impl PyNDArray {
                 .and_then(|n| n.binary_scalar(BinaryOp::Sub, quill::Scalar::I(1), false)),
         };
         Ok(PyNDArray::wrap(r.q()?))
+    }
+    // In-place operators write through the view (NumPy's `a += b`); the result must keep the
+    // destination's dtype kind and shape.
+    fn __iadd__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Add, o)
+    }
+    fn __isub__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Sub, o)
+    }
+    fn __imul__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Mul, o)
+    }
+    fn __itruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Div, o)
+    }
+    fn __imod__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Remainder, o)
+    }
+    fn __ipow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Pow, o)
+    }
+    fn __iand__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::BitAnd, o)
+    }
+    fn __ior__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::BitOr, o)
+    }
+    fn __ixor__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::BitXor, o)
+    }
+    fn __ilshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Shl, o)
+    }
+    fn __irshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::Shr, o)
     }
     fn __neg__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Neg).q()?))

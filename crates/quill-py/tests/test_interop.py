@@ -66,12 +66,18 @@ def test_dlpack_export_is_zero_copy_and_matches(pair):
 
 @SETTINGS
 @given(strided_pair())
-def test_dlpack_import_copies_any_numpy_view(pair):
+def test_dlpack_import_shares_writable_numpy_views(pair):
     _, nv, _, _ = pair
     got = quill.from_dlpack(nv)
     assert got.dtype == nv.dtype.name and got.shape == nv.shape
     np.testing.assert_array_equal(got.numpy(), nv)
-    assert got.is_compact()
+    shareable = nv.flags.writeable and nv.dtype != np.bool_ and nv.size
+    assert np.shares_memory(np.asarray(got), nv) == bool(shareable)
+    assert got.strides == (tuple(s // nv.itemsize for s in nv.strides) if shareable
+                           else got.strides)
+    copied = quill.from_dlpack(nv, copy=True)
+    np.testing.assert_array_equal(copied.numpy(), nv)
+    assert not np.shares_memory(np.asarray(copied), nv)
 
 
 def test_writes_through_numpy_are_seen_by_quill_and_back():
@@ -159,8 +165,31 @@ def test_dlpack_copy_and_device_arguments():
     assert np.from_dlpack(q, device="cpu").shape == (6,)
     with pytest.raises(BufferError, match="device type"):
         q.__dlpack__(dl_device=(14, 0))
-    with pytest.raises(BufferError, match="copy=False"):
-        quill.from_dlpack(np.arange(3), copy=False)
+    ro = np.arange(3.0)
+    ro.setflags(write=False)
+    with pytest.raises(BufferError, match="read-only"):
+        quill.from_dlpack(ro, copy=False)
+    np.testing.assert_array_equal(quill.from_dlpack(ro).numpy(), ro)  # copied
+    with pytest.raises(BufferError, match="bool"):
+        quill.from_dlpack(np.ones(2, bool), copy=False)
+
+
+def test_imported_memory_is_shared_both_ways_and_outlives_numpy():
+    n = np.arange(12.0).reshape(3, 4)
+    q = quill.from_dlpack(n[:, ::-2])
+    n[0, 3] = -1.0
+    assert q.numpy()[0, 0] == -1.0
+    q[2, 1] = 50.0  # n[2, 1]
+    assert n[2, 1] == 50.0
+    (q * 2).numpy()  # kernels read foreign memory
+    q += 1  # and write it in place
+    assert n[1, 3] == 8.0
+    ref = n.copy()
+    del n
+    gc.collect()
+    junk = [np.full((3, 4), -9.0) for _ in range(20)]
+    np.testing.assert_array_equal(q.numpy(), ref[:, ::-2])
+    del junk
 
 
 class LegacyProducer:
@@ -218,3 +247,23 @@ def test_array_api_from_dlpack():
     a = xp.from_dlpack(np.arange(5, dtype=np.float64)[::-1])
     assert a.dtype == xp.float64
     np.testing.assert_array_equal(np.asarray(a), [4, 3, 2, 1, 0])
+
+
+def test_in_place_operators_write_through_views():
+    base = NDArray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    v = base[::2, 1:]
+    before = v
+    v += NDArray(np.ones(3, dtype=np.float32))
+    v *= 2
+    assert v is before
+    want = np.arange(12, dtype=np.float32).reshape(3, 4)
+    want[::2, 1:] = (want[::2, 1:] + 1) * 2
+    np.testing.assert_array_equal(base.numpy(), want)
+    i = NDArray(np.array([1, 6], dtype=np.int32))
+    i <<= 2
+    i |= 1
+    np.testing.assert_array_equal(i.numpy(), [5, 25])
+    with pytest.raises(ValueError, match="same_kind"):
+        i += 0.5  # a float result cannot go into an int array (NumPy's casting rule)
+    with pytest.raises(ValueError, match="shape"):
+        v += NDArray(np.ones((2, 2, 3), dtype=np.float32))

@@ -17,7 +17,7 @@ pub(crate) fn cpu_bytes(s: &CpuStorage) -> Vec<u8> {
     }
     match s {
         CpuStorage::Bool(v) => v.iter().map(|&b| b as u8).collect(),
-        CpuStorage::U8(v) => v.clone(),
+        CpuStorage::U8(v) => v.to_vec(),
         CpuStorage::F32(v) => le(v, f32::to_le_bytes),
         CpuStorage::F64(v) => le(v, f64::to_le_bytes),
         CpuStorage::F16(v) => le(v, |x| x.to_bits().to_le_bytes()),
@@ -35,7 +35,7 @@ pub(crate) fn cpu_from_bytes(b: &[u8], dtype: DType) -> CpuStorage {
     }
     match dtype {
         DType::Bool => CpuStorage::Bool(b.iter().map(|&x| x != 0).collect()),
-        DType::U8 => CpuStorage::U8(b.to_vec()),
+        DType::U8 => CpuStorage::U8(b.to_vec().into()),
         DType::F32 => CpuStorage::F32(chunks(b).map(f32::from_le_bytes).collect()),
         DType::F64 => CpuStorage::F64(chunks(b).map(f64::from_le_bytes).collect()),
         DType::I32 => CpuStorage::I32(chunks(b).map(i32::from_le_bytes).collect()),

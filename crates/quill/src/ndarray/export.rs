@@ -1,11 +1,12 @@
-//! Zero-copy export of an array's memory to foreign code (Python's buffer protocol, DLPack).
-//! A `Pinned` handle owns a view of the buffer, so the memory outlives the foreign view, and
-//! counts as a pin, so nothing replaces the buffer (`relocate`) while foreign code holds its
-//! address.
+//! Zero-copy exchange with foreign code (Python's buffer protocol, DLPack). Export: a `Pinned`
+//! handle owns a view of the buffer, so the memory outlives the foreign view, and counts as a
+//! pin, so nothing replaces the buffer (`relocate`) while foreign code holds its address.
+//! Import: `from_foreign` views another library's memory in place (a foreign `Buf`).
 
 use super::NDArray;
 use crate::device::{Device, Storage};
-use quill_core::{Error, Result};
+use quill_core::{DType, Error, Layout, Result};
+use quill_cpu::{dispatch_dtype, Buf, CpuElement};
 use std::sync::atomic::Ordering;
 
 /// A view whose buffer stays where it is until this handle drops.
@@ -67,6 +68,59 @@ impl NDArray {
                      a copy"
                 ),
             )),
+        }
+    }
+}
+
+impl NDArray {
+    /// A CPU array over `len` elements of `dtype` at `ptr`, memory another library owns, seen
+    /// through `shape` / `strides` / `offset` (checked against `len`). `owner` is dropped (and
+    /// releases the memory) when the last view of the buffer goes. Misaligned memory and bool
+    /// (whose bytes quill cannot trust to be 0 or 1) are errors: copy those instead.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` elements of `dtype` until `owner` is
+    /// dropped, and no one else may write them except through memory shared on purpose (the
+    /// producer's own views of the same array).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn from_foreign(
+        ptr: *mut u8,
+        len: usize,
+        dtype: DType,
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+        owner: Box<dyn Send + Sync>,
+    ) -> Result<NDArray> {
+        const OP: &str = "from_foreign";
+        if dtype == DType::Bool {
+            return Err(Error::invalid(
+                OP,
+                "bool memory is copied, not shared: its bytes may be other than 0 and 1",
+            ));
+        }
+        let layout = Layout::as_strided(shape, strides, offset, len)?;
+        let storage = dispatch_dtype!(dtype, T => {
+            if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
+                return Err(Error::invalid(
+                    OP,
+                    format!("memory at {ptr:p} is not aligned for {dtype}; copy it instead"),
+                ));
+            }
+            // SAFETY: aligned (checked), and valid for `len` elements while `owner` lives
+            // (this function's contract); every bit pattern is a valid value of the non-bool
+            // element types.
+            T::wrap_buf(unsafe { Buf::foreign(ptr as *mut T, len, owner) })
+        });
+        Ok(NDArray::from_storage(Storage::Cpu(storage), layout))
+    }
+
+    /// True when this array's buffer is memory another library owns (`from_foreign`).
+    pub fn is_foreign(&self) -> bool {
+        match &*self.read() {
+            Storage::Cpu(s) => quill_cpu::with_storage!(s, v => v.is_foreign()),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => false,
         }
     }
 }
