@@ -264,6 +264,45 @@ fn dl_device(d: Device) -> DLDevice {
     }
 }
 
+/// The two capsule flavours (DLPack 0.x "dltensor", 1.x "dltensor_versioned") behind one
+/// interface, so that export, import and the capsule destructor are written once.
+trait Managed: Sized + 'static {
+    /// The capsule name before and after a consumer takes it.
+    const NAME: &'static CStr;
+    const USED: &'static CStr;
+    fn tensor(&mut self) -> &mut DLTensor;
+    fn set_context(&mut self, ctx: *mut c_void);
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
+}
+
+impl Managed for DLManagedTensor {
+    const NAME: &'static CStr = LEGACY;
+    const USED: &'static CStr = USED_LEGACY;
+    fn tensor(&mut self) -> &mut DLTensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+}
+
+impl Managed for DLManagedTensorVersioned {
+    const NAME: &'static CStr = VERSIONED;
+    const USED: &'static CStr = USED_VERSIONED;
+    fn tensor(&mut self) -> &mut DLTensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+}
+
 /// Owns what a capsule's DLTensor points at; `managed` comes first so that a pointer to the
 /// context is a pointer to the managed tensor.
 #[repr(C)]
@@ -274,50 +313,64 @@ struct Ctx<M> {
     strides: Vec<i64>,
 }
 
-unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
-    // SAFETY: `m` is the first field of a `Ctx` boxed by `export_dlpack`; the consumer calls
-    // the deleter once.
+/// The deleter quill's exported tensors carry.
+unsafe extern "C" fn delete_ctx<M: Managed>(m: *mut M) {
+    // SAFETY: `m` is the first field of a `Ctx<M>` boxed by `into_capsule`; the consumer (or
+    // the capsule destructor) calls the deleter once.
     unsafe {
         if !m.is_null() {
-            drop(Box::from_raw(m as *mut Ctx<DLManagedTensor>));
+            drop(Box::from_raw(m as *mut Ctx<M>));
         }
     }
 }
 
-unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
-    // SAFETY: as for `delete_legacy`.
-    unsafe {
-        if !m.is_null() {
-            drop(Box::from_raw(m as *mut Ctx<DLManagedTensorVersioned>));
-        }
-    }
-}
-
-/// A capsule nobody consumed (still named "dltensor"): free its tensor. A consumer renames
-/// the capsule to "used_dltensor" and calls the deleter itself.
-unsafe extern "C" fn capsule_legacy(cap: *mut ffi::PyObject) {
+/// A capsule nobody consumed (still named "dltensor..."): free its tensor. A consumer renames
+/// the capsule to "used_dltensor..." and calls the deleter itself.
+unsafe extern "C" fn capsule_destructor<M: Managed>(cap: *mut ffi::PyObject) {
     // SAFETY: CPython calls this with the capsule; `PyCapsule_IsValid` neither raises nor
-    // accepts a renamed capsule, so the pointer is the unconsumed `DLManagedTensor`.
+    // accepts a renamed capsule, so the pointer is the unconsumed managed tensor.
     unsafe {
-        if ffi::PyCapsule_IsValid(cap, LEGACY.as_ptr()) == 1 {
-            let m = ffi::PyCapsule_GetPointer(cap, LEGACY.as_ptr()) as *mut DLManagedTensor;
-            if let Some(d) = (*m).deleter {
+        if ffi::PyCapsule_IsValid(cap, M::NAME.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(cap, M::NAME.as_ptr()) as *mut M;
+            if let Some(d) = (*m).deleter() {
                 d(m);
             }
         }
     }
 }
 
-unsafe extern "C" fn capsule_versioned(cap: *mut ffi::PyObject) {
-    // SAFETY: as for `capsule_legacy`.
+/// Boxes `managed` with what its tensor points at and wraps it in a capsule that owns it
+/// until a consumer takes it.
+fn into_capsule<'py, M: Managed>(
+    py: Python<'py>,
+    managed: M,
+    pinned: Pinned,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut ctx = Box::new(Ctx {
+        managed,
+        _pinned: pinned,
+        shape,
+        strides,
+    });
+    let (sp, tp) = (ctx.shape.as_mut_ptr(), ctx.strides.as_mut_ptr());
+    ctx.managed.tensor().shape = sp;
+    ctx.managed.tensor().strides = tp;
+    let raw = Box::into_raw(ctx);
+    // SAFETY: `raw` is a live box whose first field is the managed tensor; the capsule owns it
+    // until a consumer renames the capsule and takes over (then calls the deleter).
     unsafe {
-        if ffi::PyCapsule_IsValid(cap, VERSIONED.as_ptr()) == 1 {
-            let m =
-                ffi::PyCapsule_GetPointer(cap, VERSIONED.as_ptr()) as *mut DLManagedTensorVersioned;
-            if let Some(d) = (*m).deleter {
-                d(m);
-            }
+        (*raw).managed.set_context(raw as *mut c_void);
+        let c = ffi::PyCapsule_New(
+            raw as *mut c_void,
+            M::NAME.as_ptr(),
+            Some(capsule_destructor::<M>),
+        );
+        if c.is_null() {
+            delete_ctx::<M>(raw as *mut M);
         }
+        Bound::from_owned_ptr_or_err(py, c)
     }
 }
 
@@ -375,61 +428,24 @@ pub fn export_dlpack<'py>(
     let shape: Vec<i64> = a.shape().iter().map(|&d| d as i64).collect();
     let strides: Vec<i64> = a.strides().iter().map(|&s| s as i64).collect();
     let versioned = matches!(max_version, Some((major, _)) if major >= 1);
-    let cap = if versioned {
-        let mut ctx = Box::new(Ctx {
-            managed: DLManagedTensorVersioned {
-                version: DLPackVersion { major: 1, minor: 1 },
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_versioned),
-                flags: if copied { FLAG_IS_COPIED } else { 0 },
-                dl_tensor: dl_tensor(&pinned, &mut [], &mut []),
-            },
-            _pinned: pinned,
-            shape,
-            strides,
-        });
-        ctx.managed.dl_tensor.shape = ctx.shape.as_mut_ptr();
-        ctx.managed.dl_tensor.strides = ctx.strides.as_mut_ptr();
-        let raw = Box::into_raw(ctx);
-        // SAFETY: `raw` is a live box; its first field is the managed tensor. The capsule owns
-        // it until a consumer renames the capsule and takes over (then calls the deleter).
-        unsafe {
-            (*raw).managed.manager_ctx = raw as *mut c_void;
-            let c = ffi::PyCapsule_New(
-                raw as *mut c_void,
-                VERSIONED.as_ptr(),
-                Some(capsule_versioned),
-            );
-            if c.is_null() {
-                delete_versioned(raw as *mut DLManagedTensorVersioned);
-            }
-            Bound::from_owned_ptr_or_err(py, c)?
-        }
+    let tensor = dl_tensor(&pinned, &mut [], &mut []);
+    if versioned {
+        let m = DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 1 },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_ctx::<DLManagedTensorVersioned>),
+            flags: if copied { FLAG_IS_COPIED } else { 0 },
+            dl_tensor: tensor,
+        };
+        into_capsule(py, m, pinned, shape, strides)
     } else {
-        let mut ctx = Box::new(Ctx {
-            managed: DLManagedTensor {
-                dl_tensor: dl_tensor(&pinned, &mut [], &mut []),
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_legacy),
-            },
-            _pinned: pinned,
-            shape,
-            strides,
-        });
-        ctx.managed.dl_tensor.shape = ctx.shape.as_mut_ptr();
-        ctx.managed.dl_tensor.strides = ctx.strides.as_mut_ptr();
-        let raw = Box::into_raw(ctx);
-        // SAFETY: as above.
-        unsafe {
-            (*raw).managed.manager_ctx = raw as *mut c_void;
-            let c = ffi::PyCapsule_New(raw as *mut c_void, LEGACY.as_ptr(), Some(capsule_legacy));
-            if c.is_null() {
-                delete_legacy(raw as *mut DLManagedTensor);
-            }
-            Bound::from_owned_ptr_or_err(py, c)?
-        }
-    };
-    Ok(cap)
+        let m = DLManagedTensor {
+            dl_tensor: tensor,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_ctx::<DLManagedTensor>),
+        };
+        into_capsule(py, m, pinned, shape, strides)
+    }
 }
 
 pub fn dlpack_device<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>> {
@@ -457,21 +473,11 @@ impl Drop for Release {
     }
 }
 
-unsafe fn release_legacy(m: *mut c_void) {
-    let m = m as *mut DLManagedTensor;
-    // SAFETY: `m` is a live legacy managed tensor (Release's contract).
+unsafe fn release<M: Managed>(m: *mut c_void) {
+    let m = m as *mut M;
+    // SAFETY: `m` is a live managed tensor of this flavour (Release's contract).
     unsafe {
-        if let Some(d) = (*m).deleter {
-            d(m);
-        }
-    }
-}
-
-unsafe fn release_versioned(m: *mut c_void) {
-    let m = m as *mut DLManagedTensorVersioned;
-    // SAFETY: as in `release_legacy`.
-    unsafe {
-        if let Some(d) = (*m).deleter {
+        if let Some(d) = (*m).deleter() {
             d(m);
         }
     }
@@ -618,29 +624,40 @@ pub fn from_dlpack(x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<NDArray
                     (*m).version.minor
                 )));
             }
-            if ffi::PyCapsule_SetName(p, USED_VERSIONED.as_ptr()) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-            let owner = Release {
-                managed: m as *mut c_void,
-                delete: release_versioned,
-            };
             let read_only = (*m).flags & FLAG_READ_ONLY != 0;
-            read_tensor(&(*m).dl_tensor, owner, read_only, copy)
+            consume(py, p, m, read_only, copy)
         } else if ffi::PyCapsule_IsValid(p, LEGACY.as_ptr()) == 1 {
             let m = ffi::PyCapsule_GetPointer(p, LEGACY.as_ptr()) as *mut DLManagedTensor;
-            if ffi::PyCapsule_SetName(p, USED_LEGACY.as_ptr()) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-            let owner = Release {
-                managed: m as *mut c_void,
-                delete: release_legacy,
-            };
-            read_tensor(&(*m).dl_tensor, owner, false, copy)
+            consume(py, p, m, false, copy)
         } else {
             Err(PyTypeError::new_err(
                 "from_dlpack: __dlpack__ did not return an unused DLPack capsule",
             ))
         }
+    }
+}
+
+/// Takes the managed tensor `m` out of capsule `cap` (renaming it, so its destructor leaves
+/// `m` alone) and reads it; `m` is deleted exactly once, by the `Release` made here.
+///
+/// # Safety
+/// `cap` must be a valid, unconsumed capsule of flavour `M` whose pointer is `m`.
+unsafe fn consume<M: Managed>(
+    py: Python<'_>,
+    cap: *mut ffi::PyObject,
+    m: *mut M,
+    read_only: bool,
+    copy: Option<bool>,
+) -> PyResult<NDArray> {
+    // SAFETY: the caller's contract; after the rename we own `m`.
+    unsafe {
+        if ffi::PyCapsule_SetName(cap, M::USED.as_ptr()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let owner = Release {
+            managed: m as *mut c_void,
+            delete: release::<M>,
+        };
+        read_tensor((*m).tensor(), owner, read_only, copy)
     }
 }

@@ -316,15 +316,7 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 
 def __array_namespace_info__():
-    kinds = {
-        "bool": (bool,),
-        "signed integer": (int32, int64),
-        "unsigned integer": (uint8,),
-        "integral": (uint8, int32, int64),
-        "real floating": (float16, float32, float64),
-        "complex floating": (),
-        "numeric": (uint8, int32, int64, float16, float32, float64),
-    }
+    from ._array_api_more import _KINDS as kinds
 
     class Info:
         def capabilities(self):
