@@ -293,6 +293,13 @@ fn reductions_over_any_axes() -> Result<()> {
                         tol,
                         &format!("mean {ctx}"),
                     );
+                    // the fused row kernel for floats (reduced dims moved last), host otherwise
+                    close(
+                        &g.logsumexp(ax, keep)?,
+                        &v.logsumexp(ax, keep)?,
+                        tol,
+                        &format!("logsumexp {ctx}"),
+                    );
                 }
             }
             if !matches!(dtype, DType::F16) {

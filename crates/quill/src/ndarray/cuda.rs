@@ -356,6 +356,39 @@ mod imp {
         Ok(Some(wrap(s, &out_shape)?))
     }
 
+    /// `logsumexp` over `axes` of a GPU float array through the fused row kernel (one read
+    /// of each row for max and sum): the reduced dims are made the trailing, contiguous ones
+    /// (a copy unless they already are). `None` for integer dtypes and empty reductions,
+    /// which keep the CPU rules.
+    pub(crate) fn logsumexp(x: &NDArray, axes: &[usize]) -> Result<Option<NDArray>> {
+        if !x.dtype.is_float()
+            || !ops::has_kernel("softmax", &format!("logsumexp_{}", ops::tag(x.dtype)))
+        {
+            return Ok(None);
+        }
+        let sh = x.shape().to_vec();
+        if axes.is_empty() || axes.iter().any(|&d| sh[d] == 0) {
+            return Ok(None);
+        }
+        let nd = x.ndim();
+        let trailing = axes
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d == nd - axes.len() + i);
+        let kept: Vec<usize> = (0..nd).filter(|d| !axes.contains(d)).collect();
+        let src = if trailing && x.is_contiguous() && x.layout.offset() == 0 {
+            x.clone()
+        } else {
+            let perm: Vec<isize> = kept.iter().chain(axes).map(|&d| d as isize).collect();
+            deep_copy(&x.permute(&perm)?)?
+        };
+        let rows: usize = kept.iter().map(|&d| sh[d]).product();
+        let cols: usize = axes.iter().map(|&d| sh[d]).product();
+        let s = ops::softmax("logsumexp", cuda_of(&src.read()), rows, cols)?;
+        let out_shape: Vec<usize> = kept.iter().map(|&d| sh[d]).collect();
+        Ok(Some(wrap(s, &out_shape)?))
+    }
+
     /// `a @ b` for GPU operands of one float dtype, broadcast to [batch.., m, k] and
     /// [batch.., k, n]; `None` for dtypes cuBLAS is not used for.
     pub(crate) fn matmul(a: &NDArray, b: &NDArray) -> Result<Option<NDArray>> {

@@ -176,6 +176,12 @@ impl NDArray {
     /// empty): -inf; any +inf: +inf; NaN propagates.
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
         let ax = self.reduce_axes("logsumexp", axes)?;
+        #[cfg(feature = "cuda")]
+        if self.is_cuda() {
+            if let Some(out) = super::cuda::logsumexp(self, &ax)? {
+                return keep(out, self.shape(), &ax, keepdims);
+            }
+        }
         if let Some((dev, h)) = super::cuda::host_args("logsumexp", &[self])? {
             return h[0].logsumexp(axes, keepdims)?.to_device(dev);
         }
