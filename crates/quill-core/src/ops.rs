@@ -49,6 +49,8 @@ pub enum UnaryOp {
     IsNan,
     IsInf,
     IsFinite,
+    /// True where the sign bit is set: negatives, -0.0 and NaNs with the bit (Array API).
+    SignBit,
 }
 
 /// How a unary op's result dtype follows from its input's.
@@ -65,7 +67,7 @@ enum UnaryKind {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 38] = [
+    pub const ALL: [UnaryOp; 39] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -104,6 +106,7 @@ impl UnaryOp {
         UnaryOp::IsNan,
         UnaryOp::IsInf,
         UnaryOp::IsFinite,
+        UnaryOp::SignBit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -147,6 +150,7 @@ impl UnaryOp {
             IsNan => "isnan",
             IsInf => "isinf",
             IsFinite => "isfinite",
+            SignBit => "signbit",
         }
     }
 
@@ -155,7 +159,7 @@ impl UnaryOp {
         match self {
             Neg | Abs | Sign | Square | Relu => UnaryKind::SameNumeric,
             Floor | Ceil | Round | Trunc => UnaryKind::Rounding,
-            LogicalNot | IsNan | IsInf | IsFinite => UnaryKind::Predicate,
+            LogicalNot | IsNan | IsInf | IsFinite | SignBit => UnaryKind::Predicate,
             _ => UnaryKind::Float,
         }
     }
@@ -257,6 +261,7 @@ impl UnaryOp {
             IsNan => b(x.is_nan()),
             IsInf => b(x.is_infinite()),
             IsFinite => b(x.is_finite()),
+            SignBit => b(x.is_sign_negative()),
         }
     }
 }

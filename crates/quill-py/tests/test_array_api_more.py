@@ -161,10 +161,13 @@ def test_float_helpers_and_special_values():
     v = np.array([-2.0, -0.0, 0.0, 1.5, np.inf, -np.inf, np.nan])
     a, b = np.meshgrid(v, v)
     qa, qb = NDArray(a), NDArray(b)
-    same(xp.signbit(NDArray(v[:-1])), np.signbit(v[:-1]))
-    # NaN's sign bit is invisible to comparisons: copysign takes signs from the rest
-    same(xp.copysign(NDArray(a[:-1, :-1]), NDArray(b[:-1, :-1])),
-         np.copysign(a[:-1, :-1], b[:-1, :-1]))
+    neg_nan = np.copysign(np.nan, -1.0)
+    w = np.append(v, neg_nan)
+    for dt in [np.float64, np.float32, np.float16]:
+        same(xp.signbit(NDArray(w.astype(dt))), np.signbit(w.astype(dt)))
+    same(xp.signbit(NDArray(np.array([-3, 0, 4], np.int32))), np.array([True, False, False]))
+    a2, b2 = np.meshgrid(w, w)
+    same(xp.copysign(NDArray(a2), NDArray(b2)), np.copysign(a2, b2))
     np.testing.assert_allclose(np.asarray(xp.hypot(qa, qb)), np.hypot(a, b), rtol=1e-15)
     with np.errstate(invalid="ignore"):
         want = np.logaddexp(a, b)

@@ -18,6 +18,7 @@ pub trait Real: Copy + Send + Sync + PartialOrd + std::fmt::Debug {
     fn rem_floor(self, b: Self) -> Self;
     fn is_nan(self) -> bool;
     fn is_infinite(self) -> bool;
+    fn is_sign_negative(self) -> bool;
     fn is_finite(self) -> bool;
     fn is_zero(self) -> bool;
 }
@@ -86,7 +87,11 @@ macro_rules! real {
                     UnaryOp::Round => x.round_ties_even(),
                     UnaryOp::Trunc => x.trunc(),
                     // Never passed: predicates return bool and run their own kernels.
-                    UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => x,
+                    UnaryOp::LogicalNot
+                    | UnaryOp::IsNan
+                    | UnaryOp::IsInf
+                    | UnaryOp::IsFinite
+                    | UnaryOp::SignBit => x,
                 }
             }
             #[inline(always)]
@@ -137,6 +142,10 @@ macro_rules! real {
             #[inline(always)]
             fn is_infinite(self) -> bool {
                 self.is_infinite()
+            }
+            #[inline(always)]
+            fn is_sign_negative(self) -> bool {
+                self.is_sign_negative()
             }
             #[inline(always)]
             fn is_finite(self) -> bool {

@@ -87,7 +87,11 @@ macro_rules! per_real_fn {
             UnaryOp::Ceil => arm!(Ceil),
             UnaryOp::Round => arm!(Round),
             UnaryOp::Trunc => arm!(Trunc),
-            UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => $pred,
+            UnaryOp::LogicalNot
+            | UnaryOp::IsNan
+            | UnaryOp::IsInf
+            | UnaryOp::IsFinite
+            | UnaryOp::SignBit => $pred,
         }
     }};
 }
@@ -106,6 +110,7 @@ fn float_unary<T: FloatElement>(
             UnaryOp::LogicalNot => run(a, plan, out, at, |x: T| x.up().is_zero()),
             UnaryOp::IsNan => run(a, plan, out, at, |x: T| x.up().is_nan()),
             UnaryOp::IsInf => run(a, plan, out, at, |x: T| x.up().is_infinite()),
+            UnaryOp::SignBit => run(a, plan, out, at, |x: T| x.up().is_sign_negative()),
             _ => run(a, plan, out, at, |x: T| x.up().is_finite()),
         }
     );
@@ -146,6 +151,8 @@ macro_rules! int_kernel {
                     LogicalNot => run(a, plan, out, at, |x: $t| x == 0),
                     IsNan | IsInf => run(a, plan, out, at, |_: $t| false),
                     IsFinite => run(a, plan, out, at, |_: $t| true),
+                    #[allow(unused_comparisons)]
+                    SignBit => run(a, plan, out, at, |x: $t| x < 0),
                     _ => return Err(unsupported(op, <$t as quill_core::Element>::DTYPE)),
                 }
                 Ok(())
@@ -171,6 +178,7 @@ impl UnaryKernel for bool {
             Floor | Ceil | Round | Trunc => run(a, plan, out, at, |x: bool| x),
             IsNan | IsInf => run(a, plan, out, at, |_: bool| false),
             IsFinite => run(a, plan, out, at, |_: bool| true),
+            SignBit => run(a, plan, out, at, |_: bool| false),
             _ => return Err(unsupported(op, quill_core::DType::Bool)),
         }
         Ok(())

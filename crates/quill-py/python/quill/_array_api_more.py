@@ -304,12 +304,7 @@ def unique_all(x, /):
 
 # float helpers
 def signbit(x, /):
-    x = _arr(x)
-    if x.dtype in ("float16", "float32", "float64", "bfloat16"):
-        # -0.0 is the one value < 0 fails to see: 1 / -0.0 = -inf.
-        zero = equal(x, 0)
-        return logical_or(less(x, 0), logical_and(zero, less(divide(1.0, where(zero, x, 1.0)), 0)))
-    return less(x, 0)
+    return _arr(x)._unary("signbit")
 
 
 def copysign(x1, x2, /):

@@ -82,8 +82,10 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     if num == 0:
         return zeros((0,), dtype=dtype or float64)
     if not endpoint:
-        step = (stop - start) / num
-        return arange(0, num, dtype=dtype or float64) * step + start
+        # The first num points of num + 1, computed in float64 and rounded once (as NumPy).
+        full = NDArray._create("linspace", dtype or float64, float(start), float(stop),
+                               float(num + 1))
+        return full[:num].compact()
     return NDArray._create("linspace", dtype or float64, float(start), float(stop), float(num))
 
 

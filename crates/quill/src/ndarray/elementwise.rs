@@ -279,7 +279,7 @@ unary_methods!(
     asin => Asin, acos => Acos, atan => Atan, sinh => Sinh, cosh => Cosh, asinh => Asinh, acosh => Acosh, atanh => Atanh,
     sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
     floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
-    isnan => IsNan, isinf => IsInf, isfinite => IsFinite,
+    isnan => IsNan, isinf => IsInf, isfinite => IsFinite, signbit => SignBit,
 );
 
 macro_rules! binary_methods {

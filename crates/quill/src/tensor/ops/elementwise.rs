@@ -95,7 +95,7 @@ impl Backward for Unary {
                 g.mul(&a.add(&b)?)?
             }
             Erf => g.mul(&x.square()?.neg()?.exp()?.mul_scalar(2.0 / PI.sqrt())?)?,
-            LogicalNot | IsNan | IsInf | IsFinite => return Ok(vec![None]),
+            LogicalNot | IsNan | IsInf | IsFinite | SignBit => return Ok(vec![None]),
         };
         Ok(vec![Some(gx)])
     }
@@ -306,7 +306,7 @@ unary_methods!(
     asin => Asin, acos => Acos, atan => Atan, sinh => Sinh, cosh => Cosh, asinh => Asinh, acosh => Acosh, atanh => Atanh,
     sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
     floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
-    isnan => IsNan, isinf => IsInf, isfinite => IsFinite,
+    isnan => IsNan, isinf => IsInf, isfinite => IsFinite, signbit => SignBit,
 );
 
 macro_rules! binary_methods {
