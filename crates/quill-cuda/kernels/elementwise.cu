@@ -28,8 +28,9 @@ QD long long qabs(long long x) { return x < 0 ? qneg(x) : x; }
 QD unsigned int qabs(unsigned int x) { return x; }
 
 // sign(+-0) keeps the zero and sign(NaN) is NaN (NumPy); both fall through to `x`.
-QD float qsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
-QD double qsign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
+// x + 0 maps -0 to +0 (NumPy's sign(-0.0) is 0.0) and keeps NaN.
+QD float qsign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x + 0.0f); }
+QD double qsign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x + 0.0); }
 QD int qsign(int x) { return (x > 0) - (x < 0); }
 QD long long qsign(long long x) { return (x > 0) - (x < 0); }
 QD unsigned int qsign(unsigned int x) { return x != 0u; }

@@ -166,6 +166,8 @@ def test_float_helpers_and_special_values():
     for dt in [np.float64, np.float32, np.float16]:
         same(xp.signbit(NDArray(w.astype(dt))), np.signbit(w.astype(dt)))
     same(xp.signbit(NDArray(np.array([-3, 0, 4], np.int32))), np.array([True, False, False]))
+    for dt in [np.float64, np.float32, np.float16]:
+        same(xp.sign(NDArray(v.astype(dt))), np.sign(v.astype(dt)))  # sign(-0.0) is +0.0
     a2, b2 = np.meshgrid(w, w)
     same(xp.copysign(NDArray(a2), NDArray(b2)), np.copysign(a2, b2))
     np.testing.assert_allclose(np.asarray(xp.hypot(qa, qb)), np.hypot(a, b), rtol=1e-15)

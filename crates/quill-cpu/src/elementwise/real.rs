@@ -38,8 +38,8 @@ macro_rules! real {
                         } else if x < 0.0 {
                             -1.0
                         } else {
-                            // 0 stays 0 (with its sign, as NumPy), NaN stays NaN.
-                            x
+                            // +0 for either zero (NumPy, PyTorch, the Array API); NaN stays NaN.
+                            x + 0.0
                         }
                     }
                     UnaryOp::Exp => $exp(x),
