@@ -275,11 +275,14 @@ pub fn reduce(op: &str, x: &CudaStorage, [outer, red, inner]: [usize; 3]) -> Res
             ),
         ));
     }
-    let out_dtype = if op.starts_with("arg") {
-        DType::I64
-    } else {
-        x.dtype()
-    };
+    let arg = op.starts_with("arg");
+    if let Some(k) = split_factor(arg, outer, red, inner) {
+        // Few long rows would leave most of the GPU idle (one block per row): each row is cut
+        // into k consecutive chunks reduced by their own blocks, then the k partials per row.
+        let partial = reduce(op, x, [outer * k, red / k, 1])?;
+        return reduce(op, &partial, [outer, k, 1]);
+    }
+    let out_dtype = if arg { DType::I64 } else { x.dtype() };
     let mut out = CudaStorage::uninit(x.device(), outer * inner, out_dtype)?;
     if outer * inner == 0 {
         return Ok(out);
@@ -309,6 +312,22 @@ pub fn reduce(op: &str, x: &CudaStorage, [outer, red, inner]: [usize; 3]) -> Res
         launch!(x.device(), "reduce", name, grid_for(outer * inner); &px, &o, &r, &i, &po)?;
     }
     Ok(out)
+}
+
+/// Chunks per row for a two-pass row reduction, when there are fewer rows than a GPU has
+/// blocks to run and the rows are long: the largest power of two up to 1024 that divides `red`
+/// and leaves chunks of at least 4096. Arg-reductions stay one pass (a partial index would need
+/// its chunk's offset).
+fn split_factor(arg: bool, outer: usize, red: usize, inner: usize) -> Option<usize> {
+    const MIN_CHUNK: usize = 4096;
+    if arg || inner != 1 || outer >= 256 || red < 2 * MIN_CHUNK {
+        return None;
+    }
+    let mut k = 1024;
+    while k > 1 && (!red.is_multiple_of(k) || red / k < MIN_CHUNK) {
+        k /= 2;
+    }
+    (k > 1).then_some(k)
 }
 
 /// `softmax`, `log_softmax` (a [rows, cols] result) or `logsumexp` ([rows]) over the last dim
@@ -476,6 +495,18 @@ pub fn sgd_step(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_rows_split_into_power_of_two_chunks() {
+        assert_eq!(split_factor(false, 1, 1 << 26, 1), Some(1024));
+        assert_eq!(split_factor(false, 2, 8192 * 3, 1), Some(4)); // chunks of 6144 >= 4096
+        assert_eq!(split_factor(false, 1, 8191, 1), None); // too short to split
+        assert_eq!(split_factor(false, 1, 8191 * 2, 1), Some(2)); // two chunks of 8191
+        assert_eq!(split_factor(false, 1, (1 << 20) + 1, 1), None); // odd: no factor
+        assert_eq!(split_factor(true, 1, 1 << 26, 1), None); // argmax stays one pass
+        assert_eq!(split_factor(false, 512, 1 << 20, 1), None); // enough rows already
+        assert_eq!(split_factor(false, 1, 1 << 20, 4), None); // column reductions
+    }
 
     #[test]
     fn kernel_names() {

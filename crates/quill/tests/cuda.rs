@@ -644,3 +644,48 @@ fn a_pinned_buffer_refuses_to_move() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn long_rows_and_prefix_views_reduce_like_the_cpu() -> Result<()> {
+    if !gpu() {
+        return Ok(());
+    }
+    // 2^21 elements in one row and in two: the two-pass split; 3 * 2^19 + 1: one pass.
+    for shape in [
+        vec![1usize << 21],
+        vec![2, 1 << 20],
+        vec![3 * (1 << 19) + 1],
+    ] {
+        let n: usize = shape.iter().product();
+        let v = rand(&[n], 31, DType::F32)
+            .reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())?;
+        let g = v.to_device(GPU)?;
+        let last = Some(&[-1isize][..]);
+        close(&g.sum(last, false)?, &v.sum(last, false)?, 1e-4, "long sum");
+        close(&g.max(last, false)?, &v.max(last, false)?, 0.0, "long max");
+        close(&g.min(None, false)?, &v.min(None, false)?, 0.0, "long min");
+        close(
+            &g.mean(None, false)?,
+            &v.mean(None, false)?,
+            1e-4,
+            "long mean",
+        );
+    }
+    // A contiguous prefix of a longer buffer (offset 0, fewer elements than the buffer).
+    let v = rand(&[8, 300], 32, DType::F64);
+    let g = v.to_device(GPU)?;
+    let (vp, gp) = (v.slice(&s![..3])?, g.slice(&s![..3])?);
+    close(
+        &gp.sum(None, false)?,
+        &vp.sum(None, false)?,
+        1e-12,
+        "prefix sum",
+    );
+    close(
+        &gp.sum(Some(&[1]), false)?,
+        &vp.sum(Some(&[1]), false)?,
+        1e-12,
+        "prefix rows",
+    );
+    Ok(())
+}

@@ -335,19 +335,20 @@ mod imp {
         let nd = x.ndim();
         let block = axes.windows(2).all(|w| w[1] == w[0] + 1);
         let sh = x.shape().to_vec();
-        let (src, dims) =
-            if x.is_contiguous() && x.layout.offset() == 0 && block && !axes.is_empty() {
-                let (i, j) = (axes[0], axes[axes.len() - 1] + 1);
-                let p = |r: &[usize]| r.iter().product::<usize>();
-                (x.clone(), [p(&sh[..i]), p(&sh[i..j]), p(&sh[j..])])
-            } else {
-                let kept: Vec<usize> = (0..nd).filter(|d| !axes.contains(d)).collect();
-                let perm: Vec<isize> = kept.iter().chain(axes).map(|&d| d as isize).collect();
-                let p = deep_copy(&x.permute(&perm)?)?;
-                let outer: usize = kept.iter().map(|&d| sh[d]).product();
-                let red: usize = axes.iter().map(|&d| sh[d]).product();
-                (p, [outer, red, 1])
-            };
+        // The kernel reads the whole buffer: a contiguous prefix view of a longer one is copied.
+        let whole = x.is_contiguous() && x.layout.offset() == 0 && x.numel() == x.buffer_len();
+        let (src, dims) = if whole && block && !axes.is_empty() {
+            let (i, j) = (axes[0], axes[axes.len() - 1] + 1);
+            let p = |r: &[usize]| r.iter().product::<usize>();
+            (x.clone(), [p(&sh[..i]), p(&sh[i..j]), p(&sh[j..])])
+        } else {
+            let kept: Vec<usize> = (0..nd).filter(|d| !axes.contains(d)).collect();
+            let perm: Vec<isize> = kept.iter().chain(axes).map(|&d| d as isize).collect();
+            let p = deep_copy(&x.permute(&perm)?)?;
+            let outer: usize = kept.iter().map(|&d| sh[d]).product();
+            let red: usize = axes.iter().map(|&d| sh[d]).product();
+            (p, [outer, red, 1])
+        };
         let s = ops::reduce(name, cuda_of(&src.read()), dims)?;
         let out_shape: Vec<usize> = (0..nd)
             .filter(|d| !axes.contains(d))
