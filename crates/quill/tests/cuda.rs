@@ -689,3 +689,48 @@ fn long_rows_and_prefix_views_reduce_like_the_cpu() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn philox_random_numbers_on_the_gpu() -> Result<()> {
+    // The CPU path needs no GPU: rand_on(Cpu) is rand.
+    let c = NDArray::rand_on(&[5], 9, DType::F32, Device::Cpu)?;
+    assert_eq!(f64s(&c), f64s(&NDArray::rand(&[5], 9, DType::F32)?));
+    assert!(NDArray::rand_on(&[2], 1, DType::I32, GPU).is_err());
+    if !gpu() {
+        return Ok(());
+    }
+    for dtype in [DType::F32, DType::F64, DType::F16] {
+        let n = 1 << 16;
+        let u = NDArray::rand_on(&[n], 7, dtype, GPU)?;
+        assert_eq!(u.device(), GPU);
+        let v = f64s(&u);
+        assert!(
+            v.iter().all(|&x| (0.0..1.0).contains(&x)),
+            "{dtype} uniform in [0, 1)"
+        );
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        assert!(
+            (mean - 0.5).abs() < 0.01 && (var - 1.0 / 12.0).abs() < 0.005,
+            "{dtype}"
+        );
+        assert_eq!(
+            v,
+            f64s(&NDArray::rand_on(&[n], 7, dtype, GPU)?),
+            "same seed, same numbers"
+        );
+        assert_ne!(
+            v,
+            f64s(&NDArray::rand_on(&[n], 8, dtype, GPU)?),
+            "another seed"
+        );
+        let z = f64s(&NDArray::randn_on(&[n], 7, dtype, GPU)?);
+        let zm = z.iter().sum::<f64>() / n as f64;
+        let zv = z.iter().map(|x| (x - zm) * (x - zm)).sum::<f64>() / n as f64;
+        assert!(
+            zm.abs() < 0.02 && (zv - 1.0).abs() < 0.03,
+            "{dtype} normal: {zm} {zv}"
+        );
+    }
+    Ok(())
+}

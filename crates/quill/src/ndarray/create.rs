@@ -1,7 +1,7 @@
 //! Constructors: from data, constant fills, ranges, identity, and seeded random arrays.
 
 use super::NDArray;
-use crate::device::Storage;
+use crate::device::{Device, Storage};
 use quill_core::shape::checked_numel;
 use quill_core::{DType, Element, Error, Layout, Result, Scalar};
 use quill_cpu::{dispatch_dtype, CpuElement, CpuStorage};
@@ -139,6 +139,26 @@ impl NDArray {
     }
 
     /// Standard normal samples from a ChaCha8 stream seeded by `seed`. Float dtypes only.
+    /// `rand` made on `device`. On a GPU the numbers come from Philox4x32-10 there (PyTorch's
+    /// CUDA generator): no host work and no transfer, but a different stream from the CPU's
+    /// ChaCha8 for the same seed.
+    pub fn rand_on(shape: &[usize], seed: u64, dtype: DType, device: Device) -> Result<NDArray> {
+        match device {
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => super::cuda::random(i, "uniform", shape, seed, dtype),
+            _ => NDArray::rand(shape, seed, dtype)?.to_device(device),
+        }
+    }
+
+    /// `randn` made on `device` (Philox and Box-Muller on a GPU, as `rand_on`).
+    pub fn randn_on(shape: &[usize], seed: u64, dtype: DType, device: Device) -> Result<NDArray> {
+        match device {
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => super::cuda::random(i, "normal", shape, seed, dtype),
+            _ => NDArray::randn(shape, seed, dtype)?.to_device(device),
+        }
+    }
+
     pub fn randn(shape: &[usize], seed: u64, dtype: DType) -> Result<NDArray> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         random(shape, dtype, "randn", || {

@@ -357,6 +357,26 @@ mod imp {
         Ok(Some(wrap(s, &out_shape)?))
     }
 
+    /// `shape` random numbers of a float `dtype` made on GPU `ordinal` by the Philox kernels
+    /// (`dist` is "uniform" or "normal"): no host work, no transfer.
+    pub(crate) fn random(
+        ordinal: usize,
+        dist: &str,
+        shape: &[usize],
+        seed: u64,
+        dtype: DType,
+    ) -> Result<NDArray> {
+        if !dtype.is_float() {
+            return Err(Error::invalid(
+                "rand",
+                format!("random numbers are float: {dtype} is not; astype after"),
+            ));
+        }
+        let n = contiguous(shape)?.numel();
+        let dev = quill_cuda::device(ordinal)?;
+        wrap(ops::random(&dev, dist, n, dtype, seed, 0)?, shape)
+    }
+
     /// `logsumexp` over `axes` of a GPU float array through the fused row kernel (one read
     /// of each row for max and sum): the reduced dims are made the trailing, contiguous ones
     /// (a copy unless they already are). `None` for integer dtypes and empty reductions,
