@@ -275,33 +275,25 @@ trait Managed: Sized + 'static {
     fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
 }
 
-impl Managed for DLManagedTensor {
-    const NAME: &'static CStr = LEGACY;
-    const USED: &'static CStr = USED_LEGACY;
-    fn tensor(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn set_context(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        self.deleter
-    }
+macro_rules! managed {
+    ($t:ty, $name:expr, $used:expr) => {
+        impl Managed for $t {
+            const NAME: &'static CStr = $name;
+            const USED: &'static CStr = $used;
+            fn tensor(&mut self) -> &mut DLTensor {
+                &mut self.dl_tensor
+            }
+            fn set_context(&mut self, ctx: *mut c_void) {
+                self.manager_ctx = ctx;
+            }
+            fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+                self.deleter
+            }
+        }
+    };
 }
-
-impl Managed for DLManagedTensorVersioned {
-    const NAME: &'static CStr = VERSIONED;
-    const USED: &'static CStr = USED_VERSIONED;
-    fn tensor(&mut self) -> &mut DLTensor {
-        &mut self.dl_tensor
-    }
-    fn set_context(&mut self, ctx: *mut c_void) {
-        self.manager_ctx = ctx;
-    }
-    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        self.deleter
-    }
-}
+managed!(DLManagedTensor, LEGACY, USED_LEGACY);
+managed!(DLManagedTensorVersioned, VERSIONED, USED_VERSIONED);
 
 /// Owns what a capsule's DLTensor points at; `managed` comes first so that a pointer to the
 /// context is a pointer to the managed tensor.

@@ -18,13 +18,7 @@ struct Case {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let rounds: usize = match args.iter().position(|a| a == "--rounds") {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or("--rounds needs a number")?,
-        None => 5,
-    };
+    let rounds = super::rounds_only("copy", args, 5)?;
     let reps = 3;
     let a = NDArray::arange(0.0, (256 * 256 * 256) as f64, 1.0, DType::F32)
         .and_then(|a| a.reshape(&[256, 256, 256]))

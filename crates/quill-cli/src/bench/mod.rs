@@ -31,6 +31,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// The value after `--rounds`: a positive count of timed rounds.
+pub fn rounds_value(v: Option<&String>) -> Result<usize, String> {
+    v.and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .ok_or_else(|| "--rounds needs a positive number".to_string())
+}
+
 /// The `--rounds N` option of a benchmark that takes no other (`default` when absent); any
 /// other option is an error naming `bench`.
 pub fn rounds_only(bench: &str, args: &[String], default: usize) -> Result<usize, String> {
@@ -38,12 +45,7 @@ pub fn rounds_only(bench: &str, args: &[String], default: usize) -> Result<usize
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--rounds" => {
-                rounds = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--rounds needs a number")?
-            }
+            "--rounds" => rounds = rounds_value(it.next())?,
             other => return Err(format!("bench {bench}: unknown option '{other}'")),
         }
     }

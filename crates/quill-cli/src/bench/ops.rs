@@ -120,12 +120,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--rounds" => {
-                rounds = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--rounds needs a number")?
-            }
+            "--rounds" => rounds = super::rounds_value(it.next())?,
             "--only" => only = Some(it.next().ok_or("--only needs matmul|elementwise|reduce")?),
             other => return Err(format!("bench ops: unknown option '{other}'")),
         }

@@ -12,9 +12,9 @@ import numpy as _np
 
 from ._native import NDArray
 from .array_api import (
-    _arr, abs, arange, asarray, bool, concat, divide, equal, float16, float32, float64, int32,
-    int64, isinf, less, _BY_NAME, log1p, exp, logical_and, logical_or, matmul, maximum, minimum,
-    multiply, not_equal, permute_dims, reshape, sqrt, uint8, where, zeros, zeros_like,
+    _BY_NAME, _arr, abs, arange, asarray, bool, concat, equal, exp, float16, float32, float64,
+    int32, int64, isinf, log1p, logical_or, matmul, maximum, minimum, multiply, not_equal,
+    sqrt, uint8, where, zeros, zeros_like,
 )
 
 _KINDS = {

@@ -191,7 +191,8 @@ _FLOATS = (float16, float32, float64, "bfloat16")
 
 def floor_divide(x1, x2, /):
     out = floor(divide(x1, x2))
-    dt = add(x1, x2).dtype if isinstance(x1, NDArray) else add(x2, x1).dtype
+    # Python numbers are weak: the arrays alone set the dtype.
+    dt = result_type(*[v for v in (x1, x2) if isinstance(v, NDArray)])
     if dt in _FLOATS:
         return out
     # Integers: the floored quotient in the operands' dtype, 0 for a zero divisor (NumPy).
