@@ -1,167 +1,349 @@
 //! The op vocabulary: every elementwise and reduction op as an enum value, with its name, the
 //! dtype rule of its result, and a scalar reference implementation in f64 that tests (and the
-//! fallback kernels) compare against. Kernels are chosen per op value, so adding an op touches
-//! this file, one kernel table per backend and one autograd rule.
+//! fallback kernels) compare against.
+//!
+//! # The op tables
+//! Every elementwise op is declared once, as one row of [`unary_ops!`] or [`binary_ops!`].
+//! Both are "for each" macros: `unary_ops!(cb)` expands to `cb! { [] ROW, ROW, ... }` and
+//! `unary_ops!(cb { ARGS })` to `cb! { [ARGS] ROW, ... }`, so each crate stamps its per-op code
+//! from the same list:
+//! - here: the `UnaryOp` / `BinaryOp` enums, `ALL`, `name`, `from_name`, the dtype kind and
+//!   `eval_f64`;
+//! - quill: the NDArray and Tensor methods (`a.exp()`, `a.add_scalar(1.0)`, `a.sub_assign(&b)`);
+//! - quill-cpu: the per-op dispatch of the unary float kernels (each op its own loop);
+//! - quill-cuda: the kernel names and the `.cu` stamping macros (which (op, dtype) kernels exist
+//!   follows from each op's `compute_dtype`);
+//! - quill-py: the op names Python builds its functions and methods from.
+//!
+//! A new unary float op is then: its row here, its CPU kernel arm (`quill-cpu`'s `real.rs`),
+//! its CUDA functor line (`QUILL_UNARY(name, expr)` in `elementwise.cu`) and its backward rule
+//! (quill's `tensor/ops/elementwise.rs`).
 
 use crate::promote::promote_types;
 use crate::{DType, Error, Result};
+use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Sign,
-    Exp,
-    Exp2,
-    Log,
-    Log2,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Rsqrt,
-    Square,
-    Reciprocal,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Asin,
-    Acos,
-    Atan,
-    Sinh,
-    Cosh,
-    Asinh,
-    Acosh,
-    Atanh,
-    Sigmoid,
-    Relu,
-    /// Exact GELU: `x * Phi(x)` with the normal CDF through erf.
-    Gelu,
-    /// GELU's tanh approximation (PyTorch's `approximate="tanh"`).
-    GeluTanh,
-    Erf,
-    Floor,
-    Ceil,
-    /// Round half to even, as NumPy's `round` / `rint`.
-    Round,
-    Trunc,
-    LogicalNot,
-    IsNan,
-    IsInf,
-    IsFinite,
-    /// True where the sign bit is set: negatives, -0.0 and NaNs with the bit (Array API).
-    SignBit,
+/// The unary op table. Each row is `(Variant, name, Kind, reference)`, doc comments before it:
+/// - `Variant`: the `UnaryOp` variant;
+/// - `name`: the op's name (`UnaryOp::name`), which is also the NDArray / Tensor method and the
+///   CUDA kernel's op word (`unary_NAME_f32`);
+/// - `Kind`: a [`UnaryKind`], the dtype rule;
+/// - `reference`: the f64 reference, a closure or fn of `x: f64` giving `f64` (or `bool` for
+///   predicates), used by `UnaryOp::eval_f64`.
+///
+/// `unary_ops!(cb)` expands to `cb! { [] ROW, ... }`; `unary_ops!(cb { ARGS })` passes `ARGS`
+/// through as `cb! { [ARGS] ROW, ... }`. A callback matches the rows with
+/// `$( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr) ),* $(,)?`.
+#[macro_export]
+macro_rules! unary_ops {
+    ($($cb:ident)::+ $({ $($args:tt)* })?) => {
+        $($cb)::+! { [$($($args)*)?]
+            (Neg, neg, SameNumeric, |x| -x),
+            (Abs, abs, SameNumeric, f64::abs),
+            (Sign, sign, SameNumeric, sign_ref),
+            (Exp, exp, Float, f64::exp),
+            (Exp2, exp2, Float, f64::exp2),
+            (Log, log, Float, f64::ln),
+            (Log2, log2, Float, f64::log2),
+            (Log1p, log1p, Float, f64::ln_1p),
+            (Expm1, expm1, Float, f64::exp_m1),
+            (Sqrt, sqrt, Float, f64::sqrt),
+            (Rsqrt, rsqrt, Float, |x| 1.0 / x.sqrt()),
+            (Square, square, SameNumeric, |x| x * x),
+            (Reciprocal, reciprocal, Float, |x| 1.0 / x),
+            (Sin, sin, Float, f64::sin),
+            (Cos, cos, Float, f64::cos),
+            (Tan, tan, Float, f64::tan),
+            (Tanh, tanh, Float, f64::tanh),
+            (Asin, asin, Float, f64::asin),
+            (Acos, acos, Float, f64::acos),
+            (Atan, atan, Float, f64::atan),
+            (Sinh, sinh, Float, f64::sinh),
+            (Cosh, cosh, Float, f64::cosh),
+            (Asinh, asinh, Float, f64::asinh),
+            (Acosh, acosh, Float, f64::acosh),
+            (Atanh, atanh, Float, f64::atanh),
+            (Sigmoid, sigmoid, Float, sigmoid_ref),
+            /// `max(x, 0)`; NaN passes through, as PyTorch's relu.
+            (Relu, relu, SameNumeric, |x| if x < 0.0 { 0.0 } else { x }),
+            /// Exact GELU: `x * Phi(x)` with the normal CDF through erf.
+            (Gelu, gelu, Float, |x| 0.5 * x * libm::erfc(-x * FRAC_1_SQRT_2)),
+            /// GELU's tanh approximation (PyTorch's `approximate="tanh"`).
+            (GeluTanh, gelu_tanh, Float, gelu_tanh_ref),
+            (Erf, erf, Float, libm::erf),
+            (Floor, floor, Rounding, f64::floor),
+            (Ceil, ceil, Rounding, f64::ceil),
+            /// Round half to even, as NumPy's `round` / `rint`.
+            (Round, round, Rounding, f64::round_ties_even),
+            (Trunc, trunc, Rounding, f64::trunc),
+            (LogicalNot, logical_not, Predicate, |x| x == 0.0),
+            (IsNan, isnan, Predicate, f64::is_nan),
+            (IsInf, isinf, Predicate, f64::is_infinite),
+            (IsFinite, isfinite, Predicate, f64::is_finite),
+            /// True where the sign bit is set: negatives, -0.0 and NaNs with the bit (Array API).
+            (SignBit, signbit, Predicate, f64::is_sign_negative),
+        }
+    };
+}
+
+/// The binary op table. Each row is
+/// `(Variant, name, Kind, reference, scalar_method, [reversed_scalar_method], [assign_method,
+/// scalar_assign_method])`, doc comments before it:
+/// - `Variant`, `name` and `reference` (a closure or fn of `a, b: f64` giving `f64` or `bool`)
+///   as in [`unary_ops!`]; `name` is also the array-array method;
+/// - `Kind`: a [`BinaryKind`], the dtype rule;
+/// - the method names of the scalar form (`a.add_scalar(1.0)`), of the reversed scalar form
+///   (`a.rsub_scalar(1.0)` is `1 - a`; `[]` for none) and of the in-place forms (`[]` for none).
+///   They are spelled out because `macro_rules!` cannot join identifiers.
+///
+/// Invoked like [`unary_ops!`]; a callback matches the rows with
+/// `$( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr, $s:ident, [$($rs:ident)?],
+/// [$($a:ident, $sa:ident)?]) ),* $(,)?`.
+#[macro_export]
+macro_rules! binary_ops {
+    ($($cb:ident)::+ $({ $($args:tt)* })?) => {
+        $($cb)::+! { [$($($args)*)?]
+            (Add, add, Arith, |a, b| a + b, add_scalar, [], [add_assign, add_scalar_assign]),
+            (Sub, sub, Arith, |a, b| a - b, sub_scalar, [rsub_scalar], [sub_assign, sub_scalar_assign]),
+            (Mul, mul, Arith, |a, b| a * b, mul_scalar, [], [mul_assign, mul_scalar_assign]),
+            (Div, div, Float, |a, b| a / b, div_scalar, [rdiv_scalar], [div_assign, div_scalar_assign]),
+            (Pow, pow, Arith, f64::powf, pow_scalar, [rpow_scalar], [pow_assign, pow_scalar_assign]),
+            /// NaN propagates, as NumPy's `maximum`.
+            (Maximum, maximum, Arith, maximum_ref, maximum_scalar, [],
+                [maximum_assign, maximum_scalar_assign]),
+            /// NaN propagates, as NumPy's `minimum`.
+            (Minimum, minimum, Arith, minimum_ref, minimum_scalar, [],
+                [minimum_assign, minimum_scalar_assign]),
+            /// Python's `%`: the result has the sign of the divisor (NumPy's `remainder`).
+            (Remainder, remainder, Arith, float_remainder, remainder_scalar, [rremainder_scalar],
+                [remainder_assign, remainder_scalar_assign]),
+            (Atan2, atan2, Float, f64::atan2, atan2_scalar, [ratan2_scalar], []),
+            (Eq, eq, Compare, |a, b| a == b, eq_scalar, [], []),
+            (Ne, ne, Compare, |a, b| a != b, ne_scalar, [], []),
+            (Lt, lt, Compare, |a, b| a < b, lt_scalar, [], []),
+            (Le, le, Compare, |a, b| a <= b, le_scalar, [], []),
+            (Gt, gt, Compare, |a, b| a > b, gt_scalar, [], []),
+            (Ge, ge, Compare, |a, b| a >= b, ge_scalar, [], []),
+            (LogicalAnd, logical_and, Logical, |a, b| a != 0.0 && b != 0.0, logical_and_scalar, [], []),
+            (LogicalOr, logical_or, Logical, |a, b| a != 0.0 || b != 0.0, logical_or_scalar, [], []),
+            (LogicalXor, logical_xor, Logical, |a, b| (a != 0.0) != (b != 0.0), logical_xor_scalar,
+                [], []),
+            (BitAnd, bitwise_and, Bitwise, |a, b| (a as i64 & b as i64) as f64, bitwise_and_scalar,
+                [], []),
+            (BitOr, bitwise_or, Bitwise, |a, b| (a as i64 | b as i64) as f64, bitwise_or_scalar,
+                [], []),
+            (BitXor, bitwise_xor, Bitwise, |a, b| (a as i64 ^ b as i64) as f64, bitwise_xor_scalar,
+                [], []),
+            /// `a << b`; shifts of the width or more (or negative) give 0, as NumPy.
+            (Shl, bitwise_left_shift, Shift, shl_ref, bitwise_left_shift_scalar, [], []),
+            /// `a >> b`, arithmetic for signed types; shifts of the width or more give 0 or -1.
+            (Shr, bitwise_right_shift, Shift, shr_ref, bitwise_right_shift_scalar, [], []),
+        }
+    };
 }
 
 /// How a unary op's result dtype follows from its input's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UnaryKind {
+pub enum UnaryKind {
     /// Same dtype as the input (neg, abs, square, ...), for numbers; bool is rejected.
     SameNumeric,
     /// A float op: float inputs keep their dtype, integers and bool give f64 (NumPy).
     Float,
-    /// Rounding: floats keep their dtype, integers are returned unchanged.
+    /// Rounding: floats keep their dtype, integers and bool are returned unchanged.
     Rounding,
-    /// Always bool.
+    /// Always bool, computed on the input as it is.
     Predicate,
 }
 
-impl UnaryOp {
-    pub const ALL: [UnaryOp; 39] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Sign,
-        UnaryOp::Exp,
-        UnaryOp::Exp2,
-        UnaryOp::Log,
-        UnaryOp::Log2,
-        UnaryOp::Log1p,
-        UnaryOp::Expm1,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Square,
-        UnaryOp::Reciprocal,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-        UnaryOp::Tan,
-        UnaryOp::Tanh,
-        UnaryOp::Asin,
-        UnaryOp::Acos,
-        UnaryOp::Atan,
-        UnaryOp::Sinh,
-        UnaryOp::Cosh,
-        UnaryOp::Asinh,
-        UnaryOp::Acosh,
-        UnaryOp::Atanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Relu,
-        UnaryOp::Gelu,
-        UnaryOp::GeluTanh,
-        UnaryOp::Erf,
-        UnaryOp::Floor,
-        UnaryOp::Ceil,
-        UnaryOp::Round,
-        UnaryOp::Trunc,
-        UnaryOp::LogicalNot,
-        UnaryOp::IsNan,
-        UnaryOp::IsInf,
-        UnaryOp::IsFinite,
-        UnaryOp::SignBit,
-    ];
+/// How a binary op's compute and result dtypes follow from its operands'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryKind {
+    /// In the promoted dtype (add, pow, maximum, ...).
+    Arith,
+    /// A float op: integers and bool give f64 (div, atan2).
+    Float,
+    /// In the promoted dtype, a bool result.
+    Compare,
+    /// On the operands' truth values: bool in, bool out.
+    Logical,
+    /// Integers and bool (and, or, xor).
+    Bitwise,
+    /// Integers only.
+    Shift,
+}
 
-    pub fn name(self) -> &'static str {
-        use UnaryOp::*;
-        match self {
-            Neg => "neg",
-            Abs => "abs",
-            Sign => "sign",
-            Exp => "exp",
-            Exp2 => "exp2",
-            Log => "log",
-            Log2 => "log2",
-            Log1p => "log1p",
-            Expm1 => "expm1",
-            Sqrt => "sqrt",
-            Rsqrt => "rsqrt",
-            Square => "square",
-            Reciprocal => "reciprocal",
-            Sin => "sin",
-            Cos => "cos",
-            Tan => "tan",
-            Tanh => "tanh",
-            Asin => "asin",
-            Acos => "acos",
-            Atan => "atan",
-            Sinh => "sinh",
-            Cosh => "cosh",
-            Asinh => "asinh",
-            Acosh => "acosh",
-            Atanh => "atanh",
-            Sigmoid => "sigmoid",
-            Relu => "relu",
-            Gelu => "gelu",
-            GeluTanh => "gelu_tanh",
-            Erf => "erf",
-            Floor => "floor",
-            Ceil => "ceil",
-            Round => "round",
-            Trunc => "trunc",
-            LogicalNot => "logical_not",
-            IsNan => "isnan",
-            IsInf => "isinf",
-            IsFinite => "isfinite",
-            SignBit => "signbit",
+/// What a reference fn returns: a number or a truth value (0/1).
+trait RefOut {
+    fn into_f64(self) -> f64;
+}
+impl RefOut for f64 {
+    fn into_f64(self) -> f64 {
+        self
+    }
+}
+impl RefOut for bool {
+    fn into_f64(self) -> f64 {
+        self as u8 as f64
+    }
+}
+
+fn reference1<R: RefOut>(f: impl Fn(f64) -> R, x: f64) -> f64 {
+    f(x).into_f64()
+}
+
+fn reference2<R: RefOut>(f: impl Fn(f64, f64) -> R, a: f64, b: f64) -> f64 {
+    f(a, b).into_f64()
+}
+
+macro_rules! define_unary_op {
+    ([] $( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr) ),* $(,)?) => {
+        /// An elementwise op of one operand (the rows of [`unary_ops!`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum UnaryOp {
+            $( $(#[$m])* $v, )*
         }
+
+        impl UnaryOp {
+            /// Every unary op, in table order.
+            pub const ALL: [UnaryOp; [$(stringify!($v)),*].len()] = [$(UnaryOp::$v),*];
+
+            /// The op's name: its method name and its word in kernel names.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$v => stringify!($n),)*
+                }
+            }
+
+            /// The op's dtype rule.
+            pub fn kind(self) -> UnaryKind {
+                match self {
+                    $(UnaryOp::$v => UnaryKind::$k,)*
+                }
+            }
+
+            /// The reference implementation, in f64 (bool as 0/1). Integer kernels that wrap
+            /// (neg and abs of the minimum) differ from this only there.
+            pub fn eval_f64(self, x: f64) -> f64 {
+                match self {
+                    $(UnaryOp::$v => reference1($r, x),)*
+                }
+            }
+        }
+    };
+}
+unary_ops!(define_unary_op);
+
+macro_rules! define_binary_op {
+    ([] $( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr, $s:ident, [$($rs:ident)?],
+        [$($a:ident, $sa:ident)?]) ),* $(,)?) => {
+        /// An elementwise op of two operands (the rows of [`binary_ops!`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum BinaryOp {
+            $( $(#[$m])* $v, )*
+        }
+
+        impl BinaryOp {
+            /// Every binary op, in table order.
+            pub const ALL: [BinaryOp; [$(stringify!($v)),*].len()] = [$(BinaryOp::$v),*];
+
+            /// The op's name: its method name and its word in kernel names.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$v => stringify!($n),)*
+                }
+            }
+
+            /// The op's dtype rule.
+            pub fn kind(self) -> BinaryKind {
+                match self {
+                    $(BinaryOp::$v => BinaryKind::$k,)*
+                }
+            }
+
+            /// The reference implementation in f64 (bool as 0/1).
+            pub fn eval_f64(self, a: f64, b: f64) -> f64 {
+                match self {
+                    $(BinaryOp::$v => reference2($r, a, b),)*
+                }
+            }
+        }
+    };
+}
+binary_ops!(define_binary_op);
+
+fn sign_ref(x: f64) -> f64 {
+    if x.is_nan() {
+        f64::NAN
+    } else if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// exp(-|x|) cannot overflow, so tiny results stay accurate for very negative x.
+fn sigmoid_ref(x: f64) -> f64 {
+    let e = (-x.abs()).exp();
+    if x >= 0.0 {
+        1.0 / (1.0 + e)
+    } else {
+        e / (1.0 + e)
+    }
+}
+
+fn gelu_tanh_ref(x: f64) -> f64 {
+    let k = (2.0 / PI).sqrt();
+    let u = 2.0 * k * (x + 0.044715 * x * x * x);
+    // 0.5 (1 + tanh(u / 2)) written as the sigmoid, which does not cancel.
+    x * sigmoid_ref(u)
+}
+
+fn maximum_ref(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+fn minimum_ref(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// The i64 reference; narrower types agree wherever the result fits them.
+fn shl_ref(a: f64, b: f64) -> f64 {
+    if (0.0..64.0).contains(&b) {
+        (a as i64).wrapping_shl(b as u32) as f64
+    } else {
+        0.0
+    }
+}
+
+fn shr_ref(a: f64, b: f64) -> f64 {
+    if (0.0..64.0).contains(&b) {
+        ((a as i64) >> b as u32) as f64
+    } else if a < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+impl UnaryOp {
+    /// The op called `name` (see [`UnaryOp::name`]).
+    pub fn from_name(name: &str) -> Option<UnaryOp> {
+        UnaryOp::ALL.into_iter().find(|u| u.name() == name)
     }
 
-    fn kind(self) -> UnaryKind {
-        use UnaryOp::*;
-        match self {
-            Neg | Abs | Sign | Square | Relu => UnaryKind::SameNumeric,
-            Floor | Ceil | Round | Trunc => UnaryKind::Rounding,
-            LogicalNot | IsNan | IsInf | IsFinite | SignBit => UnaryKind::Predicate,
-            _ => UnaryKind::Float,
-        }
+    /// True for the ops with a bool result (isnan, logical_not, ...).
+    pub fn is_predicate(self) -> bool {
+        self.kind() == UnaryKind::Predicate
     }
 
     /// The dtype of `op(x)` for `x` of dtype `input` (NumPy's rules), or an error for a dtype the
@@ -187,179 +369,20 @@ impl UnaryOp {
             _ => self.result_dtype(input),
         }
     }
-
-    /// The reference implementation, in f64 (bool as 0/1). Integer kernels that wrap (neg and
-    /// abs of the minimum) differ from this only there.
-    pub fn eval_f64(self, x: f64) -> f64 {
-        use UnaryOp::*;
-        let b = |v: bool| v as u8 as f64;
-        match self {
-            Neg => -x,
-            Abs => x.abs(),
-            Sign => {
-                if x.is_nan() {
-                    f64::NAN
-                } else if x > 0.0 {
-                    1.0
-                } else if x < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }
-            Exp => x.exp(),
-            Exp2 => x.exp2(),
-            Log => x.ln(),
-            Log2 => x.log2(),
-            Log1p => x.ln_1p(),
-            Expm1 => x.exp_m1(),
-            Sqrt => x.sqrt(),
-            Rsqrt => 1.0 / x.sqrt(),
-            Square => x * x,
-            Reciprocal => 1.0 / x,
-            Sin => x.sin(),
-            Cos => x.cos(),
-            Tan => x.tan(),
-            Tanh => x.tanh(),
-            Asin => x.asin(),
-            Acos => x.acos(),
-            Atan => x.atan(),
-            Sinh => x.sinh(),
-            Cosh => x.cosh(),
-            Asinh => x.asinh(),
-            Acosh => x.acosh(),
-            Atanh => x.atanh(),
-            // exp(-|x|) cannot overflow, so tiny results stay accurate for very negative x.
-            Sigmoid => {
-                let e = (-x.abs()).exp();
-                if x >= 0.0 {
-                    1.0 / (1.0 + e)
-                } else {
-                    e / (1.0 + e)
-                }
-            }
-            Relu => {
-                if x < 0.0 {
-                    0.0
-                } else {
-                    x
-                }
-            }
-            Gelu => 0.5 * x * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2),
-            GeluTanh => {
-                let k = (2.0 / std::f64::consts::PI).sqrt();
-                let u = 2.0 * k * (x + 0.044715 * x * x * x);
-                // 0.5 (1 + tanh(u / 2)) written as the sigmoid, which does not cancel.
-                x * UnaryOp::Sigmoid.eval_f64(u)
-            }
-            Erf => libm::erf(x),
-            Floor => x.floor(),
-            Ceil => x.ceil(),
-            Round => x.round_ties_even(),
-            Trunc => x.trunc(),
-            LogicalNot => b(x == 0.0),
-            IsNan => b(x.is_nan()),
-            IsInf => b(x.is_infinite()),
-            IsFinite => b(x.is_finite()),
-            SignBit => b(x.is_sign_negative()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-    /// Python's `%`: the result has the sign of the divisor (NumPy's `remainder`).
-    Remainder,
-    Atan2,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LogicalAnd,
-    LogicalOr,
-    LogicalXor,
-    BitAnd,
-    BitOr,
-    BitXor,
-    /// `a << b`; shifts of the width or more (or negative) give 0, as NumPy.
-    Shl,
-    /// `a >> b`, arithmetic for signed types; shifts of the width or more give 0 or -1.
-    Shr,
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 23] = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Pow,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-        BinaryOp::Remainder,
-        BinaryOp::Atan2,
-        BinaryOp::Eq,
-        BinaryOp::Ne,
-        BinaryOp::Lt,
-        BinaryOp::Le,
-        BinaryOp::Gt,
-        BinaryOp::Ge,
-        BinaryOp::LogicalAnd,
-        BinaryOp::LogicalOr,
-        BinaryOp::LogicalXor,
-        BinaryOp::BitAnd,
-        BinaryOp::BitOr,
-        BinaryOp::BitXor,
-        BinaryOp::Shl,
-        BinaryOp::Shr,
-    ];
-
-    pub fn name(self) -> &'static str {
-        use BinaryOp::*;
-        match self {
-            Add => "add",
-            Sub => "sub",
-            Mul => "mul",
-            Div => "div",
-            Pow => "pow",
-            Maximum => "maximum",
-            Minimum => "minimum",
-            Remainder => "remainder",
-            Atan2 => "atan2",
-            Eq => "eq",
-            Ne => "ne",
-            Lt => "lt",
-            Le => "le",
-            Gt => "gt",
-            Ge => "ge",
-            LogicalAnd => "logical_and",
-            LogicalOr => "logical_or",
-            LogicalXor => "logical_xor",
-            BitAnd => "bitwise_and",
-            BitOr => "bitwise_or",
-            BitXor => "bitwise_xor",
-            Shl => "bitwise_left_shift",
-            Shr => "bitwise_right_shift",
-        }
+    /// The op called `name` (see [`BinaryOp::name`]).
+    pub fn from_name(name: &str) -> Option<BinaryOp> {
+        BinaryOp::ALL.into_iter().find(|b| b.name() == name)
     }
 
     pub fn is_comparison(self) -> bool {
-        use BinaryOp::*;
-        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
+        self.kind() == BinaryKind::Compare
     }
 
     pub fn is_logical(self) -> bool {
-        use BinaryOp::*;
-        matches!(self, LogicalAnd | LogicalOr | LogicalXor)
+        self.kind() == BinaryKind::Logical
     }
 
     /// The dtype both operands are converted to before the kernel runs, given the promoted
@@ -373,19 +396,20 @@ impl BinaryOp {
                 format!("not defined for dtypes {lhs} and {rhs}: {why}"),
             ))
         };
-        match self {
-            _ if self.is_logical() => Ok(DType::Bool),
+        match self.kind() {
+            BinaryKind::Logical => Ok(DType::Bool),
             // Division and the transcendental ops are float ops: integers give f64, as NumPy.
-            Div | Atan2 if !common.is_float() => Ok(DType::F64),
-            Sub if common == DType::Bool => {
-                bad("bool subtraction is not supported; use logical_xor")
-            }
-            Pow | Remainder if common == DType::Bool => bad("astype to a number first"),
-            BitAnd | BitOr | BitXor | Shl | Shr if common.is_float() => {
+            BinaryKind::Float if !common.is_float() => Ok(DType::F64),
+            BinaryKind::Bitwise | BinaryKind::Shift if common.is_float() => {
                 bad("bitwise ops take integers and bool")
             }
-            Shl | Shr if common == DType::Bool => bad("shifts take integers; astype first"),
-            _ => Ok(common),
+            BinaryKind::Shift if common == DType::Bool => bad("shifts take integers; astype first"),
+            _ if common != DType::Bool => Ok(common),
+            _ => match self {
+                Sub => bad("bool subtraction is not supported; use logical_xor"),
+                Pow | Remainder => bad("astype to a number first"),
+                _ => Ok(common),
+            },
         }
     }
 
@@ -393,65 +417,6 @@ impl BinaryOp {
     pub fn result_dtype(self, lhs: DType, rhs: DType) -> Result<DType> {
         let c = self.compute_dtype(lhs, rhs)?;
         Ok(if self.is_comparison() { DType::Bool } else { c })
-    }
-
-    /// The reference implementation in f64 (bool as 0/1).
-    pub fn eval_f64(self, a: f64, b: f64) -> f64 {
-        use BinaryOp::*;
-        let t = |v: bool| v as u8 as f64;
-        match self {
-            Add => a + b,
-            Sub => a - b,
-            Mul => a * b,
-            Div => a / b,
-            Pow => a.powf(b),
-            // NaN propagates, as NumPy's maximum / minimum.
-            Maximum => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            }
-            Minimum => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.min(b)
-                }
-            }
-            Remainder => float_remainder(a, b),
-            Atan2 => a.atan2(b),
-            Eq => t(a == b),
-            Ne => t(a != b),
-            Lt => t(a < b),
-            Le => t(a <= b),
-            Gt => t(a > b),
-            Ge => t(a >= b),
-            LogicalAnd => t(a != 0.0 && b != 0.0),
-            LogicalOr => t(a != 0.0 || b != 0.0),
-            LogicalXor => t((a != 0.0) != (b != 0.0)),
-            BitAnd => (a as i64 & b as i64) as f64,
-            BitOr => (a as i64 | b as i64) as f64,
-            BitXor => (a as i64 ^ b as i64) as f64,
-            // The i64 reference; narrower types agree wherever the result fits them.
-            Shl => {
-                if (0.0..64.0).contains(&b) {
-                    (a as i64).wrapping_shl(b as u32) as f64
-                } else {
-                    0.0
-                }
-            }
-            Shr => {
-                if (0.0..64.0).contains(&b) {
-                    ((a as i64) >> b as u32) as f64
-                } else if a < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }
-        }
     }
 }
 

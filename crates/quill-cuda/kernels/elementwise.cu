@@ -1,7 +1,14 @@
 // elementwise.cu: unary, binary, scalar, compare and where kernels. Outputs are contiguous; the
 // input layouts are already broadcast to the output shape by the host.
 //
+// Which (op, dtype) kernels exist comes from quill-core's op tables: the host (kernels.rs) puts
+// the lists QUILL_UNARY_KERNELS, QUILL_PREDICATE_KERNELS, QUILL_BINARY_KERNELS and
+// QUILL_COMPARE_KERNELS (entries M(OP, TAG, TagType)) before this source. Each op needs its
+// functor here: QUILL_UNARY(name, expr), QUILL_PREDICATE, QUILL_BINARY or QUILL_COMPARE.
+//
 //   unary_OP_TAG    (const T* x, Layout lx, T* out, long long n)                     + unary32_
+//   unary_PRED_TAG  (const T* x, Layout lx, unsigned char* out, long long n)          + unary32_
+//                   for the predicates (isnan, logical_not, ...): a bool result
 //   binary_OP_TAG   (const T* a, Layout la, const T* b, Layout lb, T* out, long long n) + binary32_
 //   compare_OP_TAG  (const T* a, Layout la, const T* b, Layout lb, unsigned char* out, long long n)
 //                                                                                    + compare32_
@@ -71,6 +78,36 @@ QUILL_MATH1(qfloor, floorf, floor)
 QUILL_MATH1(qceil, ceilf, ceil)
 QUILL_MATH1(qrint, rintf, rint)  // round half to even, as np.round / torch.round
 QUILL_MATH1(qtrunc, truncf, trunc)
+// Rounding leaves integers and bool as they are (NumPy).
+#define QUILL_INT_IDENTITY(NAME)                            \
+    QD int NAME(int x) { return x; }                         \
+    QD long long NAME(long long x) { return x; }             \
+    QD unsigned int NAME(unsigned int x) { return x; }       \
+    QD bool NAME(bool x) { return x; }
+QUILL_INT_IDENTITY(qfloor)
+QUILL_INT_IDENTITY(qceil)
+QUILL_INT_IDENTITY(qrint)
+QUILL_INT_IDENTITY(qtrunc)
+
+// Predicates' helpers (qisnan is in common.cuh); integers and bool are finite and unsigned-like
+// where it matters.
+QD bool qisinf(float x) { return isinf(x); }
+QD bool qisinf(double x) { return isinf(x); }
+QD bool qisfinite(float x) { return isfinite(x); }
+QD bool qisfinite(double x) { return isfinite(x); }
+QD bool qsignbit(float x) { return signbit(x); }
+QD bool qsignbit(double x) { return signbit(x); }
+QD bool qsignbit(int x) { return x < 0; }
+QD bool qsignbit(long long x) { return x < 0; }
+#define QUILL_INT_CONST(NAME, V)                            \
+    QD bool NAME(int) { return V; }                          \
+    QD bool NAME(long long) { return V; }                    \
+    QD bool NAME(unsigned int) { return V; }                 \
+    QD bool NAME(bool) { return V; }
+QUILL_INT_CONST(qisinf, false)
+QUILL_INT_CONST(qisfinite, true)
+QD bool qsignbit(unsigned int) { return false; }
+QD bool qsignbit(bool) { return false; }
 QD float qpow(float a, float b) { return powf(a, b); }
 QD double qpow(double a, double b) { return pow(a, b); }
 QD float qatan2(float a, float b) { return atan2f(a, b); }
@@ -167,6 +204,15 @@ QUILL_UNARY(floor, qfloor(x))
 QUILL_UNARY(ceil, qceil(x))
 QUILL_UNARY(round, qrint(x))
 QUILL_UNARY(trunc, qtrunc(x))
+
+// Predicates: a bool of the input in its compute type.
+#define QUILL_PREDICATE(NAME, EXPR) \
+    struct P_##NAME { template <class T> QD bool operator()(T x) const { return EXPR; } };
+QUILL_PREDICATE(logical_not, x == T(0))  // NaN is true, so logical_not(NaN) is false
+QUILL_PREDICATE(isnan, qisnan(x))
+QUILL_PREDICATE(isinf, qisinf(x))
+QUILL_PREDICATE(isfinite, qisfinite(x))
+QUILL_PREDICATE(signbit, qsignbit(x))
 
 // Shifts as NumPy: by the compute type's width or more (or a negative count) a left shift
 // gives 0 and a right shift 0 or -1. Casts to long long keep unsigned compares warning-free;
@@ -287,6 +333,17 @@ QD void compare_body(const typename D::S* a, const Layout& la, const typename D:
         out[i] = f(D::load(a[offset_at(la, i)]), D::load(b[offset_at(lb, i)])) ? 1 : 0;
 }
 
+// out[i] = f(x[i]) ? 1 : 0: the predicates' bool output.
+template <class D, class I, class F>
+QD void test1(const typename D::S* x, const Layout& lx, unsigned char* out, long long n, F f) {
+    if (is_contig(lx, n)) {
+        const typename D::S* xp = x + lx.offset;
+        GRID_STRIDE(long long, i, n) out[i] = f(D::load(xp[i])) ? 1 : 0;
+        return;
+    }
+    GRID_STRIDE(I, i, n) out[i] = f(D::load(x[offset_at(lx, i)])) ? 1 : 0;
+}
+
 // Selects storage bits (no conversion); any nonzero condition byte is true.
 template <class S, class I>
 QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const Layout& la,
@@ -311,6 +368,15 @@ QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const L
     extern "C" __global__ void unary32_##OP##_##TAG(const D::S* x, Layout lx, D::S* out,      \
                                                     long long n) {                           \
         map1<D, unsigned int>(x, lx, out, n, U_##OP());                                      \
+    }
+#define QUILL_PREDICATE_K(OP, TAG, D)                                                        \
+    extern "C" __global__ void unary_##OP##_##TAG(const D::S* x, Layout lx, unsigned char* out, \
+                                                  long long n) {                             \
+        test1<D, long long>(x, lx, out, n, P_##OP());                                        \
+    }                                                                                        \
+    extern "C" __global__ void unary32_##OP##_##TAG(const D::S* x, Layout lx,                 \
+                                                    unsigned char* out, long long n) {       \
+        test1<D, unsigned int>(x, lx, out, n, P_##OP());                                     \
     }
 #define QUILL_BINARY_K(OP, TAG, D)                                                           \
     extern "C" __global__ void binary_##OP##_##TAG(const D::S* a, Layout la, const D::S* b,   \
@@ -357,46 +423,18 @@ QD void where_body(const unsigned char* c, const Layout& lc, const S* a, const L
         where_body<D::S, unsigned int>(c, lc, a, la, b, lb, out, n);                         \
     }
 
-// Op lists; M(OP, TAG, D).
-#define QUILL_UNARY_FLOAT_OPS(M, T, D)                                                       \
-    M(neg, T, D) M(abs, T, D) M(sign, T, D) M(exp, T, D) M(exp2, T, D) M(log, T, D)          \
-    M(log2, T, D) M(log1p, T, D) M(expm1, T, D) M(sqrt, T, D) M(rsqrt, T, D) M(square, T, D) \
-    M(reciprocal, T, D) M(sin, T, D) M(cos, T, D) M(tan, T, D) M(tanh, T, D)                 \
-    M(asin, T, D) M(acos, T, D) M(atan, T, D) M(sinh, T, D) M(cosh, T, D) M(asinh, T, D)     \
-    M(acosh, T, D) M(atanh, T, D)                                                            \
-    M(sigmoid, T, D) M(relu, T, D) M(gelu, T, D) M(gelu_tanh, T, D) M(erf, T, D)             \
-    M(floor, T, D) M(ceil, T, D) M(round, T, D) M(trunc, T, D)
-#define QUILL_UNARY_INT_OPS(M, T, D) M(neg, T, D) M(abs, T, D) M(sign, T, D) M(square, T, D) M(relu, T, D)
-#define QUILL_BINARY_INT_OPS(M, T, D) \
-    M(add, T, D) M(sub, T, D) M(mul, T, D) M(pow, T, D) M(maximum, T, D) M(minimum, T, D) M(remainder, T, D)
-#define QUILL_COMPARE_OPS(M, T, D) M(eq, T, D) M(ne, T, D) M(lt, T, D) M(le, T, D) M(gt, T, D) M(ge, T, D)
+// The table-driven kernels: the lists come from the host (see the top of this file).
+QUILL_UNARY_KERNELS(QUILL_UNARY_K)
+QUILL_PREDICATE_KERNELS(QUILL_PREDICATE_K)
+QUILL_BINARY_KERNELS(QUILL_BINARY_K)
+QUILL_COMPARE_KERNELS(QUILL_COMPARE_K)
 
-#define QUILL_FLOAT_KERNELS(T, D)                                                            \
-    QUILL_UNARY_FLOAT_OPS(QUILL_UNARY_K, T, D)                                               \
-    QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)                                               \
-    QUILL_BINARY_K(div, T, D) QUILL_BINARY_K(atan2, T, D)                                    \
+// a OP s and s OP a for floats (kernels.rs: SCALAR_OPS, RSCALAR_OPS).
+#define QUILL_SCALAR_KERNELS(T, D)                                                           \
     QUILL_SCALAR_K(add, T, D) QUILL_SCALAR_K(sub, T, D) QUILL_SCALAR_K(mul, T, D)            \
     QUILL_SCALAR_K(div, T, D) QUILL_SCALAR_K(pow, T, D) QUILL_SCALAR_K(maximum, T, D)        \
     QUILL_SCALAR_K(minimum, T, D)                                                            \
     QUILL_RSCALAR_K(sub, T, D) QUILL_RSCALAR_K(div, T, D) QUILL_RSCALAR_K(pow, T, D)
-QUILL_FLOAT_TAGS(QUILL_FLOAT_KERNELS)
+QUILL_FLOAT_TAGS(QUILL_SCALAR_KERNELS)
 
-#define QUILL_BITWISE_OPS(M, T, D)                                                            \
-    M(bitwise_and, T, D) M(bitwise_or, T, D) M(bitwise_xor, T, D) M(bitwise_left_shift, T, D)  \
-    M(bitwise_right_shift, T, D)
-#define QUILL_INT_KERNELS(T, D)                                                              \
-    QUILL_UNARY_INT_OPS(QUILL_UNARY_K, T, D) QUILL_BINARY_INT_OPS(QUILL_BINARY_K, T, D)      \
-    QUILL_BITWISE_OPS(QUILL_BINARY_K, T, D)
-QUILL_INT_KERNELS(i32, TI32)
-QUILL_INT_KERNELS(i64, TI64)
-QUILL_INT_KERNELS(u8, TU8)
-
-QUILL_BINARY_K(logical_and, bool, TBool)
-QUILL_BINARY_K(logical_or, bool, TBool)
-QUILL_BINARY_K(logical_xor, bool, TBool)
-QUILL_BINARY_K(bitwise_and, bool, TBool)
-QUILL_BINARY_K(bitwise_or, bool, TBool)
-QUILL_BINARY_K(bitwise_xor, bool, TBool)
-
-#define QUILL_COMPARE_WHERE(T, D) QUILL_COMPARE_OPS(QUILL_COMPARE_K, T, D) QUILL_WHERE_K(T, D)
-QUILL_ALL_TAGS(QUILL_COMPARE_WHERE)
+QUILL_ALL_TAGS(QUILL_WHERE_K)

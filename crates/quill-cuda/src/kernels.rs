@@ -13,9 +13,18 @@
 //! `where32_bool`). The host may choose one only when `n <= 2^31 - 1`, every element offset of
 //! every layout is below 2^31, and the grid has at most 2^31 threads; the contiguous fast paths
 //! are the same in both.
+//!
+//! The elementwise kernels come from quill-core's op tables: [`elementwise_kernels`] lists every
+//! (family, op, dtype) kernel, one for each op of `UnaryOp::ALL` / `BinaryOp::ALL` and each dtype
+//! that is its own compute dtype for that op (the dtypes the host runs the op in), and
+//! [`elementwise_op_lists`] turns that list into the `#define`s `elementwise.cu` stamps its
+//! kernels with, put before the module's source by [`program`]. A new op's CUDA work is its
+//! functor line in `elementwise.cu` (`QUILL_UNARY(name, expr)`).
 
 /// `kernels/common.cuh`, prepended to every module.
 pub const COMMON: &str = include_str!("../kernels/common.cuh");
+
+use quill_core::{BinaryOp, DType, UnaryOp};
 
 /// (module name, source) for every kernel file.
 pub const SOURCES: &[(&str, &str)] = &[
@@ -34,86 +43,118 @@ pub const FLOAT_TAGS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
 /// Integer tags that have arithmetic kernels (wrapping, as NumPy).
 pub const INT_TAGS: [&str; 3] = ["i32", "i64", "u8"];
 
-/// `unary_OP_TAG` for [`FLOAT_TAGS`].
-pub const UNARY_FLOAT_OPS: &[&str] = &[
-    "neg",
-    "abs",
-    "sign",
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "log1p",
-    "expm1",
-    "sqrt",
-    "rsqrt",
-    "square",
-    "reciprocal",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "gelu_tanh",
-    "erf",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-];
-/// `unary_OP_TAG` for [`INT_TAGS`].
-pub const UNARY_INT_OPS: &[&str] = &["neg", "abs", "sign", "square", "relu"];
-/// `binary_OP_TAG` for [`FLOAT_TAGS`].
-pub const BINARY_FLOAT_OPS: &[&str] = &[
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "maximum",
-    "minimum",
-    "remainder",
-    "atan2",
-];
-/// `binary_OP_TAG` for [`INT_TAGS`] (no integer division: the host promotes to float).
-pub const BINARY_INT_OPS: &[&str] = &[
-    "add",
-    "sub",
-    "mul",
-    "pow",
-    "maximum",
-    "minimum",
-    "remainder",
-];
-/// `binary_OP_TAG` for [`INT_TAGS`] only: the bitwise ops.
-pub const BINARY_BITWISE_OPS: &[&str] = &[
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-];
-/// `binary_OP_bool`.
-pub const BINARY_BOOL_OPS: &[&str] = &[
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-];
-/// `compare_OP_TAG` for all [`TAGS`]; the output is bool (one byte, 0 or 1).
-pub const COMPARE_OPS: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
+/// The elementwise kernel families whose (op, dtype) pairs come from the op tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `unary_OP_TAG`: the result in the input's dtype.
+    Unary,
+    /// `unary_OP_TAG` of a predicate (`isnan`, `logical_not`, ...): a bool result.
+    Predicate,
+    /// `binary_OP_TAG`: the result in the operands' dtype.
+    Binary,
+    /// `compare_OP_TAG`: a bool result.
+    Compare,
+}
+
+impl Family {
+    /// The first word of the kernel names.
+    pub fn word(self) -> &'static str {
+        match self {
+            Family::Unary | Family::Predicate => "unary",
+            Family::Binary => "binary",
+            Family::Compare => "compare",
+        }
+    }
+
+    /// The `.cu` list macro of the family (`elementwise.cu` applies it to `QUILL_UNARY_K`, ...).
+    fn list_macro(self) -> &'static str {
+        match self {
+            Family::Unary => "QUILL_UNARY_KERNELS",
+            Family::Predicate => "QUILL_PREDICATE_KERNELS",
+            Family::Binary => "QUILL_BINARY_KERNELS",
+            Family::Compare => "QUILL_COMPARE_KERNELS",
+        }
+    }
+}
+
+/// The `.cu` dtype struct of a tag (`TF32`, `TBool`, ...).
+fn tag_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "TF32",
+        DType::F64 => "TF64",
+        DType::F16 => "TF16",
+        DType::BF16 => "TBF16",
+        DType::I32 => "TI32",
+        DType::I64 => "TI64",
+        DType::U8 => "TU8",
+        DType::Bool => "TBool",
+    }
+}
+
+/// The dtypes, in [`TAGS`] order.
+fn tag_dtypes() -> impl Iterator<Item = DType> {
+    TAGS.into_iter()
+        .map(|t| DType::parse(t).expect("every tag is a dtype name"))
+}
+
+/// Every elementwise kernel the op tables call for, as (family, op name, dtype): for each op,
+/// the dtypes `d` with `compute_dtype(d) == d` (the host casts every operand to the compute
+/// dtype, so those are the only dtypes a kernel ever sees), in table order, then [`TAGS`] order.
+pub fn elementwise_kernels() -> Vec<(Family, &'static str, DType)> {
+    let mut v = Vec::new();
+    for op in UnaryOp::ALL {
+        let family = if op.is_predicate() {
+            Family::Predicate
+        } else {
+            Family::Unary
+        };
+        for d in tag_dtypes() {
+            if op.compute_dtype(d).ok() == Some(d) {
+                v.push((family, op.name(), d));
+            }
+        }
+    }
+    for op in BinaryOp::ALL {
+        let family = if op.is_comparison() {
+            Family::Compare
+        } else {
+            Family::Binary
+        };
+        for d in tag_dtypes() {
+            if op.compute_dtype(d, d).ok() == Some(d) {
+                v.push((family, op.name(), d));
+            }
+        }
+    }
+    v
+}
+
+/// The `#define`s that `elementwise.cu` stamps its table-driven kernels with, one list per
+/// [`Family`] of `M(OP, TAG, TagType)` entries:
+/// `#define QUILL_UNARY_KERNELS(M) M(neg, f32, TF32) M(neg, f64, TF64) ...`.
+pub fn elementwise_op_lists() -> String {
+    let kernels = elementwise_kernels();
+    let mut s = String::from(
+        "// ---- generated by quill-cuda's kernels.rs from quill-core's op tables ----\n",
+    );
+    for family in [
+        Family::Unary,
+        Family::Predicate,
+        Family::Binary,
+        Family::Compare,
+    ] {
+        s.push_str(&format!("#define {}(M)", family.list_macro()));
+        for (i, (_, op, d)) in kernels.iter().filter(|k| k.0 == family).enumerate() {
+            if i % 4 == 0 {
+                s.push_str(" \\\n   ");
+            }
+            s.push_str(&format!(" M({op}, {}, {})", d.name(), tag_type(*d)));
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// `scalar_OP_TAG` (`a OP s`) for [`FLOAT_TAGS`]; 64-bit index only.
 pub const SCALAR_OPS: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
 /// `rscalar_OP_TAG` (`s OP a`) for [`FLOAT_TAGS`]; 64-bit index only.
@@ -123,12 +164,19 @@ pub const REDUCE_OPS: &[&str] = &["sum", "prod", "max", "min"];
 /// Tags of the reductions, arg-reductions and nothing else in `reduce`.
 pub const REDUCE_TAGS: [&str; 6] = ["f32", "f64", "f16", "bf16", "i32", "i64"];
 
-/// The full NVRTC translation unit of module `name`: [`COMMON`] followed by its source.
+/// The full NVRTC translation unit of module `name`: [`COMMON`], then for `elementwise` the
+/// op lists of [`elementwise_op_lists`], then its source.
 pub fn program(name: &str) -> Option<String> {
     SOURCES.iter().find(|(n, _)| *n == name).map(|(_, src)| {
-        let mut s = String::with_capacity(COMMON.len() + src.len() + 1);
+        let lists = if name == "elementwise" {
+            elementwise_op_lists()
+        } else {
+            String::new()
+        };
+        let mut s = String::with_capacity(COMMON.len() + lists.len() + src.len() + 1);
         s.push_str(COMMON);
         s.push('\n');
+        s.push_str(&lists);
         s.push_str(src);
         s
     })
@@ -166,13 +214,10 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
             }
         }
         "elementwise" => {
+            for (family, op, d) in elementwise_kernels() {
+                pair(&mut v, format!("{}_{op}_{}", family.word(), d.name()));
+            }
             for t in FLOAT_TAGS {
-                for op in UNARY_FLOAT_OPS {
-                    pair(&mut v, format!("unary_{op}_{t}"));
-                }
-                for op in BINARY_FLOAT_OPS {
-                    pair(&mut v, format!("binary_{op}_{t}"));
-                }
                 for op in SCALAR_OPS {
                     v.push(format!("scalar_{op}_{t}"));
                 }
@@ -180,21 +225,7 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
                     v.push(format!("rscalar_{op}_{t}"));
                 }
             }
-            for t in INT_TAGS {
-                for op in UNARY_INT_OPS {
-                    pair(&mut v, format!("unary_{op}_{t}"));
-                }
-                for op in BINARY_INT_OPS.iter().chain(BINARY_BITWISE_OPS) {
-                    pair(&mut v, format!("binary_{op}_{t}"));
-                }
-            }
-            for op in BINARY_BOOL_OPS {
-                pair(&mut v, format!("binary_{op}_bool"));
-            }
             for t in TAGS {
-                for op in COMPARE_OPS {
-                    pair(&mut v, format!("compare_{op}_{t}"));
-                }
                 pair(&mut v, format!("where_{t}"));
             }
         }
@@ -258,5 +289,40 @@ mod tests {
             index32_name("binary_logical_and_bool"),
             "binary32_logical_and_bool"
         );
+    }
+
+    /// Every op of the tables has kernels and its functor in `elementwise.cu` (the one line a
+    /// new op adds there), and the generated lists name every kernel once.
+    #[test]
+    fn every_table_op_has_a_functor_and_kernels() {
+        let src = SOURCES.iter().find(|(n, _)| *n == "elementwise").unwrap().1;
+        let kernels = elementwise_kernels();
+        let has = |name: &str| kernels.iter().any(|k| k.1 == name);
+        for op in UnaryOp::ALL {
+            let m = if op.is_predicate() {
+                "QUILL_PREDICATE"
+            } else {
+                "QUILL_UNARY"
+            };
+            assert!(src.contains(&format!("\n{m}({},", op.name())), "{m}({op:?})");
+            assert!(has(op.name()), "{op:?} has no kernel");
+        }
+        for op in BinaryOp::ALL {
+            let m = if op.is_comparison() {
+                "QUILL_COMPARE"
+            } else {
+                "QUILL_BINARY"
+            };
+            assert!(src.contains(&format!("\n{m}({},", op.name())), "{m}({op:?})");
+            assert!(has(op.name()), "{op:?} has no kernel");
+        }
+        let lists = elementwise_op_lists();
+        let entries = lists.matches(" M(").count();
+        assert_eq!(entries, kernels.len());
+        assert!(lists.contains("M(isnan, bf16, TBF16)") && lists.contains("M(add, bool, TBool)"));
+        assert!(!lists.contains("M(exp, i32,") && !lists.contains("M(sub, bool,"));
+        for op in SCALAR_OPS.iter().chain(RSCALAR_OPS) {
+            assert!(kernels.contains(&(Family::Binary, op, DType::F32)), "{op}");
+        }
     }
 }

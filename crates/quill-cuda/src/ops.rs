@@ -178,11 +178,13 @@ pub fn cast(src: &CudaStorage, ls: &Layout, dtype: DType) -> Result<CudaStorage>
     Ok(out)
 }
 
-/// Elementwise `op` (a kernel op name: `exp`, `relu`, ...) of `x` viewed by `lx`, contiguous
-/// output of the same dtype.
+/// Elementwise `op` (a kernel op name: `exp`, `relu`, `isnan`, ...) of `x` viewed by `lx`,
+/// contiguous output of the same dtype, or bool for the predicates (`isnan`, `logical_not`).
 pub fn unary(op: &str, x: &CudaStorage, lx: &Layout) -> Result<CudaStorage> {
     const OP: &str = "unary";
-    let mut out = CudaStorage::uninit(x.device(), lx.numel(), x.dtype())?;
+    let predicate = quill_core::UnaryOp::from_name(op).is_some_and(|u| u.is_predicate());
+    let out_dtype = if predicate { DType::Bool } else { x.dtype() };
+    let mut out = CudaStorage::uninit(x.device(), lx.numel(), out_dtype)?;
     let plan = LoopPlan::new(&[&Layout::contiguous(lx.shape())?, lx]);
     let n = plan.numel();
     if n == 0 {
@@ -573,7 +575,8 @@ mod tests {
         }
         assert!(admitted > 100, "{admitted}");
         assert!(has_unary("exp", DType::F32) && !has_unary("exp", DType::I32));
-        assert!(has_binary("lt", DType::Bool) && !has_binary("add", DType::Bool));
+        assert!(has_binary("lt", DType::Bool) && !has_binary("sub", DType::Bool));
+        assert!(has_binary("add", DType::Bool) && has_unary("isnan", DType::Bool));
         assert!(has_reduce("argmax", DType::F32) && !has_reduce("sum", DType::U8));
     }
 

@@ -91,12 +91,22 @@ fn launches_match_kernel_parameters() {
         p(&["u64", "L", "u64", "u64"])
     );
     let ew = ptx("elementwise");
-    assert_eq!(
-        params(&ew, "unary32_exp_bf16"),
-        p(&["u64", "L", "u64", "u64"])
-    );
+    // Predicates write bool through the same launch as every unary kernel.
+    for name in [
+        "unary32_exp_bf16",
+        "unary_isnan_f16",
+        "unary32_logical_not_bool",
+        "unary_floor_i64",
+    ] {
+        assert_eq!(
+            params(&ew, name),
+            p(&["u64", "L", "u64", "u64"]),
+            "{name}"
+        );
+    }
     for name in [
         "binary_add_f32",
+        "binary_add_bool",
         "binary32_remainder_i64",
         "compare_lt_u8",
         "binary_logical_or_bool",

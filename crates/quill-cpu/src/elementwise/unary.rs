@@ -43,56 +43,36 @@ fn unsupported(op: UnaryOp, dtype: quill_core::DType) -> Error {
 }
 
 /// Expands `$body` once per float `UnaryOp` with `$F` a constant, so each loop is
-/// specialised; predicates go to `$pred`.
+/// specialised; predicates go to `$pred`. The arms come from quill-core's op table, so a new
+/// float op needs only its arm in `Real::f`.
 macro_rules! per_real_fn {
     ($op:expr, $F:ident => $body:expr, $pred:expr) => {{
-        macro_rules! arm {
-            ($v:ident) => {{
-                const $F: UnaryOp = UnaryOp::$v;
-                $body
-            }};
+        let op: UnaryOp = $op;
+        if op.is_predicate() {
+            $pred
+        } else {
+            quill_core::unary_ops!(per_real_match { op, $F => $body })
         }
+    }};
+}
+
+/// `match op` with one arm per non-predicate row of the table (see `per_real_fn`).
+macro_rules! per_real_match {
+    ([$op:ident, $F:ident => $body:expr]
+        $( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr) ),* $(,)?) => {
         match $op {
-            UnaryOp::Neg => arm!(Neg),
-            UnaryOp::Abs => arm!(Abs),
-            UnaryOp::Sign => arm!(Sign),
-            UnaryOp::Exp => arm!(Exp),
-            UnaryOp::Exp2 => arm!(Exp2),
-            UnaryOp::Log => arm!(Log),
-            UnaryOp::Log2 => arm!(Log2),
-            UnaryOp::Log1p => arm!(Log1p),
-            UnaryOp::Expm1 => arm!(Expm1),
-            UnaryOp::Sqrt => arm!(Sqrt),
-            UnaryOp::Rsqrt => arm!(Rsqrt),
-            UnaryOp::Square => arm!(Square),
-            UnaryOp::Reciprocal => arm!(Reciprocal),
-            UnaryOp::Sin => arm!(Sin),
-            UnaryOp::Cos => arm!(Cos),
-            UnaryOp::Tan => arm!(Tan),
-            UnaryOp::Tanh => arm!(Tanh),
-            UnaryOp::Asin => arm!(Asin),
-            UnaryOp::Acos => arm!(Acos),
-            UnaryOp::Atan => arm!(Atan),
-            UnaryOp::Sinh => arm!(Sinh),
-            UnaryOp::Cosh => arm!(Cosh),
-            UnaryOp::Asinh => arm!(Asinh),
-            UnaryOp::Acosh => arm!(Acosh),
-            UnaryOp::Atanh => arm!(Atanh),
-            UnaryOp::Sigmoid => arm!(Sigmoid),
-            UnaryOp::Relu => arm!(Relu),
-            UnaryOp::Gelu => arm!(Gelu),
-            UnaryOp::GeluTanh => arm!(GeluTanh),
-            UnaryOp::Erf => arm!(Erf),
-            UnaryOp::Floor => arm!(Floor),
-            UnaryOp::Ceil => arm!(Ceil),
-            UnaryOp::Round => arm!(Round),
-            UnaryOp::Trunc => arm!(Trunc),
-            UnaryOp::LogicalNot
-            | UnaryOp::IsNan
-            | UnaryOp::IsInf
-            | UnaryOp::IsFinite
-            | UnaryOp::SignBit => $pred,
+            $( UnaryOp::$v => per_real_arm!($k, $v, $F => $body), )*
         }
+    };
+}
+
+macro_rules! per_real_arm {
+    (Predicate, $v:ident, $F:ident => $body:expr) => {
+        unreachable!("predicates have kernels of their own")
+    };
+    ($k:ident, $v:ident, $F:ident => $body:expr) => {{
+        const $F: UnaryOp = UnaryOp::$v;
+        $body
     }};
 }
 

@@ -17,6 +17,7 @@ mod index;
 mod join;
 mod mask;
 mod matmul;
+pub(crate) mod methods;
 mod operators;
 mod reduce;
 mod sort;

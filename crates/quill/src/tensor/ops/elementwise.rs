@@ -289,61 +289,7 @@ impl Tensor {
     }
 }
 
-macro_rules! unary_methods {
-    ($($name:ident => $op:ident),* $(,)?) => {
-        impl Tensor {$(
-            #[doc = concat!("Elementwise `", stringify!($name), "` (see `UnaryOp::", stringify!($op), "`).")]
-            pub fn $name(&self) -> Result<Tensor> {
-                self.unary(UnaryOp::$op)
-            }
-        )*}
-    };
-}
-unary_methods!(
-    neg => Neg, abs => Abs, sign => Sign, exp => Exp, exp2 => Exp2, log => Log, log2 => Log2,
-    log1p => Log1p, expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, square => Square,
-    reciprocal => Reciprocal, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
-    asin => Asin, acos => Acos, atan => Atan, sinh => Sinh, cosh => Cosh, asinh => Asinh, acosh => Acosh, atanh => Atanh,
-    sigmoid => Sigmoid, relu => Relu, gelu => Gelu, gelu_tanh => GeluTanh, erf => Erf,
-    floor => Floor, ceil => Ceil, round => Round, trunc => Trunc, logical_not => LogicalNot,
-    isnan => IsNan, isinf => IsInf, isfinite => IsFinite, signbit => SignBit,
-);
-
-macro_rules! binary_methods {
-    ($($name:ident, $scalar:ident => $op:ident),* $(,)?) => {
-        impl Tensor {$(
-            #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting and promotion.")]
-            pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
-                self.binary(BinaryOp::$op, other)
-            }
-            #[doc = concat!("`", stringify!($name), "(self, value)` with a weak scalar.")]
-            pub fn $scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-                self.binary_scalar(BinaryOp::$op, value, false)
-            }
-        )*}
-    };
-}
-binary_methods!(
-    add, add_scalar => Add, sub, sub_scalar => Sub, mul, mul_scalar => Mul,
-    div, div_scalar => Div, pow, pow_scalar => Pow, maximum, maximum_scalar => Maximum,
-    minimum, minimum_scalar => Minimum, remainder, remainder_scalar => Remainder,
-    atan2, atan2_scalar => Atan2, eq, eq_scalar => Eq, ne, ne_scalar => Ne, lt, lt_scalar => Lt,
-    le, le_scalar => Le, gt, gt_scalar => Gt, ge, ge_scalar => Ge,
-    logical_and, logical_and_scalar => LogicalAnd, logical_or, logical_or_scalar => LogicalOr,
-    logical_xor, logical_xor_scalar => LogicalXor,
-);
-
-macro_rules! reversed_scalar_methods {
-    ($($name:ident => $op:ident),* $(,)?) => {
-        impl Tensor {$(
-            #[doc = concat!("`", stringify!($op), "(value, self)` with a weak scalar.")]
-            pub fn $name(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-                self.binary_scalar(BinaryOp::$op, value, true)
-            }
-        )*}
-    };
-}
-reversed_scalar_methods!(
-    rsub_scalar => Sub, rdiv_scalar => Div, rpow_scalar => Pow, rremainder_scalar => Remainder,
-    ratan2_scalar => Atan2,
-);
+// `x.exp()`, `x.add(&y)`, `x.add_scalar(1.0)`, `x.rsub_scalar(1.0)`, ...: one method per op of
+// quill-core's tables (the same callbacks as NDArray's).
+quill_core::unary_ops!(crate::ndarray::methods::unary_methods { Tensor });
+quill_core::binary_ops!(crate::ndarray::methods::binary_methods { Tensor });
