@@ -16,8 +16,10 @@
 //! - quill-py: the op names Python builds its functions and methods from.
 //!
 //! A new unary float op is then: its row here, its CPU kernel arm (`quill-cpu`'s `real.rs`),
-//! its CUDA functor line (`QUILL_UNARY(name, expr)` in `elementwise.cu`) and its backward rule
-//! (quill's `tensor/ops/elementwise.rs`).
+//! its CUDA functor line (`QUILL_UNARY(name, expr)` or `QUILL_UNARY_MATH(name, floatfn,
+//! doublefn)` in `elementwise.cu`) and its backward rule (quill's `tensor/ops/elementwise.rs`).
+//! Tests check that none is missing: the CPU's `Real::f` match is exhaustive, quill-cuda checks
+//! every op has its functor, the gradient check lists every op.
 
 use crate::promote::promote_types;
 use crate::{DType, Error, Result};

@@ -4,7 +4,8 @@
 // Which (op, dtype) kernels exist comes from quill-core's op tables: the host (kernels.rs) puts
 // the lists QUILL_UNARY_KERNELS, QUILL_PREDICATE_KERNELS, QUILL_BINARY_KERNELS and
 // QUILL_COMPARE_KERNELS (entries M(OP, TAG, TagType)) before this source. Each op needs its
-// functor here: QUILL_UNARY(name, expr), QUILL_PREDICATE, QUILL_BINARY or QUILL_COMPARE.
+// functor here: QUILL_UNARY(name, expr) (or QUILL_UNARY_MATH(name, floatfn, doublefn) for a
+// math function), QUILL_PREDICATE, QUILL_BINARY or QUILL_COMPARE.
 //
 //   unary_OP_TAG    (const T* x, Layout lx, T* out, long long n)                     + unary32_
 //   unary_PRED_TAG  (const T* x, Layout lx, unsigned char* out, long long n)          + unary32_
@@ -168,6 +169,9 @@ QD unsigned int qrem(unsigned int a, unsigned int b) { return b == 0u ? 0u : a %
 // ---- op functors (templates over the compute type) -----------------------------------------
 #define QUILL_UNARY(NAME, EXPR) \
     struct U_##NAME { template <class T> QD T operator()(T x) const { return EXPR; } };
+// An op that is one math function, given by its float and double versions: defines qNAME and
+// the functor (QUILL_UNARY_MATH(log2, log2f, log2) is QUILL_MATH1(qlog2, ...) + QUILL_UNARY).
+#define QUILL_UNARY_MATH(NAME, FF, FD) QUILL_MATH1(q##NAME, FF, FD) QUILL_UNARY(NAME, q##NAME(x))
 QUILL_UNARY(neg, qneg(x))
 QUILL_UNARY(abs, qabs(x))
 QUILL_UNARY(sign, qsign(x))

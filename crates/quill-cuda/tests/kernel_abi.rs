@@ -98,11 +98,7 @@ fn launches_match_kernel_parameters() {
         "unary32_logical_not_bool",
         "unary_floor_i64",
     ] {
-        assert_eq!(
-            params(&ew, name),
-            p(&["u64", "L", "u64", "u64"]),
-            "{name}"
-        );
+        assert_eq!(params(&ew, name), p(&["u64", "L", "u64", "u64"]), "{name}");
     }
     for name in [
         "binary_add_f32",

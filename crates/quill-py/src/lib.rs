@@ -8,6 +8,20 @@ mod ndarray;
 mod tensor;
 
 use pyo3::prelude::*;
+use quill::{BinaryOp, UnaryOp};
+
+/// The names of quill's unary ops, in the order of quill-core's op table (`unary_ops!`). The
+/// Python package builds its per-op functions and methods from this list.
+#[pyfunction]
+fn unary_op_names() -> Vec<&'static str> {
+    UnaryOp::ALL.iter().map(|u| u.name()).collect()
+}
+
+/// The names of quill's binary ops (quill-core's `binary_ops!`), in table order.
+#[pyfunction]
+fn binary_op_names() -> Vec<&'static str> {
+    BinaryOp::ALL.iter().map(|b| b.name()).collect()
+}
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,5 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::stack, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::conv2d, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;
     Ok(())
 }

@@ -611,24 +611,6 @@ impl PyNDArray {
     fn __ge__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Ge, o, false).map(PyNDArray::wrap)
     }
-    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        binary(&self.inner, BinaryOp::Maximum, o, false).map(PyNDArray::wrap)
-    }
-    fn minimum(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        binary(&self.inner, BinaryOp::Minimum, o, false).map(PyNDArray::wrap)
-    }
-    fn log(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Log).q()?))
-    }
-    fn exp(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Exp).q()?))
-    }
-    fn tanh(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Tanh).q()?))
-    }
-    fn sqrt(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Sqrt).q()?))
-    }
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn sum(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
         let ax = axes_of(axis)?;
@@ -664,9 +646,7 @@ impl PyNDArray {
 
     /// Elementwise op by its name in quill's vocabulary (`sin`, `floor`, `isnan`, ...).
     fn _unary(&self, op: &str) -> PyResult<Self> {
-        let u = UnaryOp::ALL
-            .into_iter()
-            .find(|u| u.name() == op)
+        let u = UnaryOp::from_name(op)
             .ok_or_else(|| PyValueError::new_err(format!("unknown unary op '{op}'")))?;
         Ok(PyNDArray::wrap(self.inner.unary(u).q()?))
     }
@@ -674,9 +654,7 @@ impl PyNDArray {
     /// Python number.
     #[pyo3(signature = (op, other, reversed = false))]
     fn _binary(&self, op: &str, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<Self> {
-        let b = BinaryOp::ALL
-            .into_iter()
-            .find(|b| b.name() == op)
+        let b = BinaryOp::from_name(op)
             .ok_or_else(|| PyValueError::new_err(format!("unknown binary op '{op}'")))?;
         binary(&self.inner, b, other, reversed).map(PyNDArray::wrap)
     }

@@ -268,38 +268,24 @@ impl PyTensor {
     fn __neg__(&self) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.neg().q()?))
     }
-    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        bin(&self.inner, BinaryOp::Maximum, o, false)
-    }
     fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.slice(&index_of(idx)?).q()?))
     }
 
-    /// Elementwise `op` by its name in quill's vocabulary (`exp`, `relu`, `tanh`, ...).
+    /// Elementwise `op` by its name in quill's vocabulary (`exp`, `relu`, `tanh`, ...). The
+    /// package installs one method per op of the table on top of this (`t.exp()`).
     fn unary(&self, op: &str) -> PyResult<PyTensor> {
-        let u = UnaryOp::ALL
-            .into_iter()
-            .find(|u| u.name() == op)
+        let u = UnaryOp::from_name(op)
             .ok_or_else(|| PyValueError::new_err(format!("unknown unary op '{op}'")))?;
         Ok(wrap(self.inner.unary(u).q()?))
     }
-    fn exp(&self) -> PyResult<PyTensor> {
-        self.unary("exp")
-    }
-    fn log(&self) -> PyResult<PyTensor> {
-        self.unary("log")
-    }
-    fn relu(&self) -> PyResult<PyTensor> {
-        self.unary("relu")
-    }
-    fn tanh(&self) -> PyResult<PyTensor> {
-        self.unary("tanh")
-    }
-    fn sigmoid(&self) -> PyResult<PyTensor> {
-        self.unary("sigmoid")
-    }
-    fn sqrt(&self) -> PyResult<PyTensor> {
-        self.unary("sqrt")
+    /// Binary `op` by name (`add`, `maximum`, `atan2`, ...), the other operand a Tensor, an
+    /// array or a Python number; `reversed` computes `op(other, self)`.
+    #[pyo3(signature = (op, other, reversed = false))]
+    fn binary(&self, op: &str, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<PyTensor> {
+        let b = BinaryOp::from_name(op)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown binary op '{op}'")))?;
+        bin(&self.inner, b, other, reversed)
     }
 
     #[pyo3(signature = (axes = None, keepdims = false))]

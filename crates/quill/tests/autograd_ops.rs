@@ -75,6 +75,13 @@ fn unary_ops() {
             check(&format!("{op:?} {shape:?}"), |t| t[0].unary(op), &[x]);
         }
     }
+    // Every op of the table with a gradient has its case above.
+    for op in UnaryOp::ALL.into_iter().filter(|op| !op.is_predicate()) {
+        assert!(
+            cases.iter().any(|c| c.0 == op),
+            "{op:?} has no gradient check case"
+        );
+    }
     // relu on the negative side, and abs there too.
     let x = input(&mut rng, &[4, 3], -2.0, -0.05);
     check("relu<0", |t| t[0].relu(), &[x.clone()]);

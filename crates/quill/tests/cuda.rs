@@ -245,6 +245,60 @@ fn elementwise_unary_binary_compare_where() -> Result<()> {
     Ok(())
 }
 
+/// Every op of quill-core's tables on every dtype it runs in (each has a CUDA kernel), against
+/// the CPU, on a stepped and reversed view; NaN, infinities and -0.0 included for the floats.
+#[test]
+fn every_table_op_matches_the_cpu() -> Result<()> {
+    if !gpu() {
+        return Ok(());
+    }
+    let special = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+        0.0,
+        0.5,
+        -0.5,
+        2.0,
+    ];
+    // By the result's dtype: float ops on integers compute in f64.
+    let tol = |a: &NDArray| match a.dtype() {
+        DType::F64 => 1e-12,
+        DType::F32 => 1e-5,
+        DType::F16 | DType::BF16 => 1e-2,
+        _ => 0.0,
+    };
+    for dtype in DType::ALL {
+        let base = rand(&[6, 16], 11, dtype);
+        let base = if dtype.is_float() {
+            let sp = NDArray::from_vec(special.to_vec(), &[1, 8])?.astype(dtype);
+            NDArray::concat(&[&base, &sp.broadcast_to(&[1, 16])?.compact()], 0)?
+        } else {
+            base
+        };
+        let v = base.slice(&s![..;-1, 1..;2])?;
+        let row = rand(&[v.shape()[1]], 12, dtype);
+        let (g, grow) = (v.to_device(GPU)?, row.to_device(GPU)?);
+        for op in UnaryOp::ALL {
+            let Ok(want) = v.unary(op) else { continue };
+            close(&g.unary(op)?, &want, tol(&want), &format!("{dtype} {op:?}"));
+        }
+        for op in BinaryOp::ALL {
+            let Ok(want) = v.binary(op, &row) else {
+                continue;
+            };
+            close(
+                &g.binary(op, &grow)?,
+                &want,
+                tol(&want),
+                &format!("{dtype} {op:?}"),
+            );
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn reductions_over_any_axes() -> Result<()> {
     if !gpu() {

@@ -5,6 +5,7 @@
 op runs in Rust; the Python here only arranges needle's names around it.
 """
 from . import _native
+from . import _optable  # per-op methods of NDArray and Tensor, before anything uses them
 from ._native import Tensor, cpu, cuda, default_device, from_dlpack
 from . import backend_ndarray
 from . import autograd

@@ -9,6 +9,7 @@ import math
 
 import numpy as _np
 
+from . import _optable
 from ._native import NDArray, cpu as _cpu, from_dlpack
 
 __array_api_version__ = "2023.12"
@@ -132,24 +133,19 @@ def empty_like(x, /, *, dtype=None, device=None):
 
 
 # elementwise
-def _u(name):
+def _u(name, pyname):
     def f(x, /):
         return _arr(x)._unary(name)
 
-    f.__name__ = name
+    f.__name__ = pyname
     return f
 
 
-for _name, _op in [
-    ("abs", "abs"), ("negative", "neg"), ("sign", "sign"), ("exp", "exp"), ("expm1", "expm1"),
-    ("log", "log"), ("log1p", "log1p"), ("log2", "log2"), ("sqrt", "sqrt"), ("square", "square"),
-    ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("tanh", "tanh"), ("floor", "floor"),
-    ("ceil", "ceil"), ("round", "round"), ("trunc", "trunc"), ("logical_not", "logical_not"),
-    ("isnan", "isnan"), ("isinf", "isinf"), ("isfinite", "isfinite"), ("asin", "asin"),
-    ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "asinh"),
-    ("acosh", "acosh"), ("atanh", "atanh"),
-]:
-    globals()[_name] = _u(_op)
+# One function per op of quill's table, under the standard's name where it differs.
+_UNARY_NAMES = {"neg": "negative"}
+for _op in _optable.UNARY:
+    _name = _UNARY_NAMES.get(_op, _op)
+    globals()[_name] = _u(_op, _name)
 
 
 def positive(x, /):
@@ -160,26 +156,23 @@ def log10(x, /):
     return _arr(x)._unary("log") / math.log(10.0)
 
 
-def _b(name):
+def _b(name, pyname):
     def f(x1, x2, /):
         if isinstance(x1, NDArray):
             return x1._binary(name, x2)
         return _arr(x2)._binary(name, x1, True)
 
-    f.__name__ = name
+    f.__name__ = pyname
     return f
 
 
-for _name, _op in [
-    ("add", "add"), ("subtract", "sub"), ("multiply", "mul"), ("divide", "div"), ("pow", "pow"),
-    ("maximum", "maximum"), ("minimum", "minimum"), ("remainder", "remainder"),
-    ("atan2", "atan2"), ("equal", "eq"), ("not_equal", "ne"), ("less", "lt"),
-    ("less_equal", "le"), ("greater", "gt"), ("greater_equal", "ge"),
-    ("logical_and", "logical_and"), ("logical_or", "logical_or"), ("logical_xor", "logical_xor"),
-    ("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor"),
-    ("bitwise_left_shift", "bitwise_left_shift"), ("bitwise_right_shift", "bitwise_right_shift"),
-]:
-    globals()[_name] = _b(_op)
+_BINARY_NAMES = {
+    "sub": "subtract", "mul": "multiply", "div": "divide", "eq": "equal", "ne": "not_equal",
+    "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+}
+for _op in _optable.BINARY:
+    _name = _BINARY_NAMES.get(_op, _op)
+    globals()[_name] = _b(_op, _name)
 
 
 def bitwise_invert(x, /):

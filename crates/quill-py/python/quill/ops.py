@@ -1,4 +1,7 @@
-"""needle's ``ops``: differentiable functions of Tensors, each one quill op (or a few)."""
+"""needle's ``ops``: differentiable functions of Tensors, each one quill op (or a few). Besides
+needle's own names, one function per op of quill's table (``exp``, ``relu``, ``maximum``,
+``atan2``, ...), made at the end of this file."""
+from . import _optable
 from ._native import Tensor, stack as _stack, conv2d as _conv2d
 
 
@@ -58,30 +61,6 @@ def matmul(a, b):
     return a @ b
 
 
-def log(a):
-    return a.log()
-
-
-def exp(a):
-    return a.exp()
-
-
-def relu(a):
-    return a.relu()
-
-
-def tanh(a):
-    return a.tanh()
-
-
-def sigmoid(a):
-    return a.sigmoid()
-
-
-def sqrt(a):
-    return a.sqrt()
-
-
 def logsumexp(a, axes=None):
     return a.logsumexp(axes)
 
@@ -98,12 +77,30 @@ def flip(a, axes):
     return a.flip(list(axes))
 
 
-def maximum(a, b):
-    return a.maximum(b)
-
-
 def conv(a, b, stride=1, padding=0):
     """needle's conv: ``a`` NHWC, ``b`` (K, K, C_in, C_out); returns NHWC."""
     x = a.permute([0, 3, 1, 2])
     w = b.permute([3, 2, 0, 1])
     return _conv2d(x, w, None, stride, padding).permute([0, 2, 3, 1])
+
+
+def _unary(name):
+    def f(a):
+        return a.unary(name)
+
+    f.__name__ = name
+    return f
+
+
+def _binary(name):
+    def f(a, b):
+        return a.binary(name, b)
+
+    f.__name__ = name
+    return f
+
+
+for _op in _optable.UNARY:
+    globals().setdefault(_op, _unary(_op))
+for _op in _optable.BINARY:
+    globals().setdefault(_op, _binary(_op))
