@@ -47,6 +47,7 @@ macro_rules! unary_ops {
             (Exp2, exp2, Float, f64::exp2),
             (Log, log, Float, f64::ln),
             (Log2, log2, Float, f64::log2),
+            (Log10, log10, Float, f64::log10),
             (Log1p, log1p, Float, f64::ln_1p),
             (Expm1, expm1, Float, f64::exp_m1),
             (Sqrt, sqrt, Float, f64::sqrt),

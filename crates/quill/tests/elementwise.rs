@@ -361,6 +361,79 @@ fn special_values() {
     assert!(e[0].is_nan() && e[1] == f32::NEG_INFINITY);
 }
 
+/// `log10` against NumPy's `np.log10` (float64 values printed by NumPy 2), on a transposed and
+/// reversed view, in f64, f32 and from i64 (which gives f64, as NumPy).
+#[test]
+fn log10_matches_numpy_on_strided_views() {
+    let x = [
+        1000.0,
+        0.01,
+        1.0,
+        0.0,
+        -1.0,
+        f64::INFINITY,
+        2.0,
+        5e-324,
+        1e300,
+        3.0,
+        0.5,
+        7.0,
+    ];
+    // np.log10(x).tolist()
+    let numpy = [
+        3.0,
+        -2.0,
+        0.0,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::INFINITY,
+        0.3010299956639812,
+        -323.3062153431158,
+        300.0,
+        0.47712125471966244,
+        -0.3010299956639812,
+        0.8450980400142568,
+    ];
+    // A (3, 4) array seen as its transpose with both axes reversed: element [i, j] of the view
+    // is x[(2 - j) * 4 + (3 - i)].
+    let order: Vec<usize> = (0..4)
+        .flat_map(|i| (0..3).map(move |j| (2 - j) * 4 + (3 - i)))
+        .collect();
+    for dtype in [DType::F64, DType::F32] {
+        let a = NDArray::from_vec(x.to_vec(), &[3, 4])
+            .unwrap()
+            .astype(dtype);
+        let v = a
+            .permute(&[1, 0])
+            .unwrap()
+            .slice(&s![..;-1, ..;-1])
+            .unwrap();
+        assert!(!v.is_contiguous());
+        let got = v.log10().unwrap();
+        assert_eq!((got.dtype(), got.shape()), (dtype, &[4, 3][..]));
+        // f64: NumPy's values. f32: the exact log10 of the f32 input, rounded to f32 (NumPy's
+        // float32 log10 is within an ulp of it; 5e-324 is 0 and 1e300 inf in f32).
+        let want: Vec<f64> = order
+            .iter()
+            .map(|&k| match dtype {
+                DType::F64 => numpy[k],
+                _ => round_to(round_to(x[k], dtype).log10(), dtype),
+            })
+            .collect();
+        check_close(&as_f64(&got), &want, dtype, &format!("log10 {dtype}"));
+    }
+    let i = NDArray::from_vec(vec![1i64, 10, 100, 7, 1000, 0], &[2, 3])
+        .unwrap()
+        .permute(&[1, 0])
+        .unwrap();
+    let got = i.log10().unwrap();
+    assert_eq!(got.dtype(), DType::F64);
+    assert_eq!(
+        got.to_vec::<f64>().unwrap(),
+        vec![0.0, 0.8450980400142568, 1.0, 3.0, 2.0, f64::NEG_INFINITY]
+    );
+}
+
 #[test]
 fn in_place_forms() {
     let mut rng = Prng::new(3);

@@ -46,6 +46,7 @@ macro_rules! real {
                     UnaryOp::Exp2 => x.exp2(),
                     UnaryOp::Log => $ln(x),
                     UnaryOp::Log2 => x.log2(),
+                    UnaryOp::Log10 => x.log10(),
                     UnaryOp::Log1p => x.ln_1p(),
                     UnaryOp::Expm1 => x.exp_m1(),
                     UnaryOp::Sqrt => x.sqrt(),

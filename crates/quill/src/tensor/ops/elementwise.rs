@@ -40,6 +40,7 @@ impl Backward for Unary {
             Exp2 => g.mul(&self.out(x)?)?.mul_scalar(LN_2)?,
             Log => g.div(x)?,
             Log2 => g.div(&x.mul_scalar(LN_2)?)?,
+            Log10 => g.div(&x.mul_scalar(std::f64::consts::LN_10)?)?,
             Log1p => g.div(&x.add_scalar(1.0)?)?,
             Expm1 => g.mul(&self.out(x)?.add_scalar(1.0)?)?,
             Sqrt => g.div(&self.out(x)?.mul_scalar(2.0)?)?,
