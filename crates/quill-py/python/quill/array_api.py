@@ -152,10 +152,6 @@ def positive(x, /):
     return _arr(x).compact()
 
 
-def log10(x, /):
-    return _arr(x)._unary("log") / math.log(10.0)
-
-
 def _b(name, pyname):
     def f(x1, x2, /):
         if isinstance(x1, NDArray):
