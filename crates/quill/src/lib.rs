@@ -13,6 +13,7 @@
 //! # Ok::<(), quill::Error>(())
 //! ```
 
+mod backend;
 pub mod data;
 pub mod device;
 pub mod io;
@@ -23,20 +24,8 @@ pub mod tensor;
 
 pub use device::Device;
 
-/// The CUDA backend's device-wide controls: memory statistics (`memory_allocated`,
-/// `max_memory_allocated`, `memory_stats`), `empty_cache`, `device_count`.
 #[cfg(feature = "cuda")]
-pub mod cuda {
-    pub use quill_cuda::{
-        device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
-        memory_stats, MemoryStats,
-    };
-
-    /// Waits until every queued kernel and copy on GPU `ordinal` has finished (for timing).
-    pub fn synchronize(ordinal: usize) -> quill_core::Result<()> {
-        quill_cuda::device(ordinal)?.synchronize()
-    }
-}
+pub use backend::cuda;
 pub use ndarray::{NDArray, Pinned};
 pub use quill_core::{
     bf16, f16, s, BinaryOp, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp, Result,

@@ -2,8 +2,7 @@
 //! (broadcast, cast) or a scalar (the seeds' `ewise_setitem` / `scalar_setitem`).
 
 use super::NDArray;
-use crate::device::Storage;
-use quill_core::{DType, Error, Layout, Result, Scalar, SliceArg};
+use quill_core::{DType, Error, Result, Scalar, SliceArg};
 use std::sync::Arc;
 
 impl NDArray {
@@ -40,16 +39,9 @@ impl NDArray {
 
     /// `deep_copy`, with an error instead of a panic or abort when memory runs out.
     pub fn try_deep_copy(&self) -> Result<NDArray> {
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            return super::cuda::deep_copy(self);
-        }
         super::check_alloc("copy", self.numel(), self.dtype)?;
-        let out = quill_cpu::compact(self.read().cpu(), &self.layout);
-        Ok(NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(self.shape())?,
-        ))
+        let out = self.read().compact(&self.layout)?;
+        NDArray::fresh(out, self.shape())
     }
 
     /// A contiguous copy converted to `dtype` with NumPy's cast rules (a copy even when the dtype
@@ -58,15 +50,10 @@ impl NDArray {
         if dtype == self.dtype {
             return self.deep_copy();
         }
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            return super::cuda::astype(self, dtype).unwrap_or_else(|e| panic!("{e}"));
-        }
-        let out = quill_cpu::cast(self.read().cpu(), &self.layout, dtype);
-        NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(self.shape()).expect("valid shape"),
-        )
+        self.read()
+            .cast(&self.layout, dtype)
+            .and_then(|out| NDArray::fresh(out, self.shape()))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     pub(super) fn check_writable(&self, op: &'static str) -> Result<()> {
@@ -86,6 +73,13 @@ impl NDArray {
     pub fn assign(&self, src: &NDArray) -> Result<()> {
         const OP: &str = "assign";
         self.check_writable(OP)?;
+        // A source on another device moves to the destination's first (before broadcasting,
+        // so only its own elements move).
+        let src = &if src.device() != self.device() {
+            src.to_device(self.device())?
+        } else {
+            src.clone()
+        };
         let src = match src.layout.broadcast_to(self.shape()) {
             Ok(l) => src.with_layout(l),
             Err(_) => {
@@ -97,12 +91,6 @@ impl NDArray {
                 })
             }
         };
-        // A source on another device moves to the destination's first.
-        let src = if src.device() != self.device() && src.numel() != 1 {
-            src.to_device(self.device())?
-        } else {
-            src
-        };
         // A source in the destination's buffer is read in full before any write (as NumPy).
         let src = if src.dtype != self.dtype {
             src.astype(self.dtype)
@@ -111,11 +99,6 @@ impl NDArray {
         } else {
             src
         };
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() || src.is_cuda() {
-            let src = src.to_device(self.device())?;
-            return super::cuda::assign(self, &src);
-        }
         // Lock in address order so that two threads assigning a -> b and b -> a cannot deadlock.
         let (dst_first, src_storage) = (
             Arc::as_ptr(&self.storage) < Arc::as_ptr(&src.storage),
@@ -124,23 +107,18 @@ impl NDArray {
         if dst_first {
             let mut d = self.write();
             let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
-            quill_cpu::copy(d.cpu_mut(), &self.layout, s.cpu(), &src.layout)
+            d.copy_from(&self.layout, &s, &src.layout)
         } else {
             let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
             let mut d = self.write();
-            quill_cpu::copy(d.cpu_mut(), &self.layout, s.cpu(), &src.layout)
+            d.copy_from(&self.layout, &s, &src.layout)
         }
     }
 
     /// Writes `value` (cast to this array's dtype) at every element of this view.
     pub fn assign_scalar(&self, value: impl Into<Scalar>) -> Result<()> {
         self.check_writable("assign_scalar")?;
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            return super::cuda::fill(self, value.into());
-        }
-        quill_cpu::fill(self.write().cpu_mut(), &self.layout, value.into());
-        Ok(())
+        self.write().fill(&self.layout, value.into())
     }
 
     /// `self[index] = src` (NumPy basic indexing, `src` broadcast and cast).

@@ -2,7 +2,7 @@
 //! into other runtimes: a GPU buffer, NumPy's `tobytes` / `frombuffer`.
 
 use super::NDArray;
-use crate::device::Storage;
+use crate::backend::Storage;
 use quill_core::{DType, Error, Layout, Result};
 use quill_cpu::CpuStorage;
 

@@ -1,7 +1,8 @@
 //! Constructors: from data, constant fills, ranges, identity, and seeded random arrays.
 
 use super::NDArray;
-use crate::device::{Device, Storage};
+use crate::backend::Storage;
+use crate::device::Device;
 use quill_core::shape::checked_numel;
 use quill_core::{DType, Element, Error, Layout, Result, Scalar};
 use quill_cpu::{dispatch_dtype, CpuElement, CpuStorage};
@@ -143,19 +144,17 @@ impl NDArray {
     /// CUDA generator): no host work and no transfer, but a different stream from the CPU's
     /// ChaCha8 for the same seed.
     pub fn rand_on(shape: &[usize], seed: u64, dtype: DType, device: Device) -> Result<NDArray> {
-        match device {
-            #[cfg(feature = "cuda")]
-            Device::Cuda(i) => super::cuda::random(i, "uniform", shape, seed, dtype),
-            _ => NDArray::rand(shape, seed, dtype)?.to_device(device),
+        match crate::backend::random_on(device, false, shape, seed, dtype)? {
+            Some(a) => Ok(a),
+            None => NDArray::rand(shape, seed, dtype),
         }
     }
 
     /// `randn` made on `device` (Philox and Box-Muller on a GPU, as `rand_on`).
     pub fn randn_on(shape: &[usize], seed: u64, dtype: DType, device: Device) -> Result<NDArray> {
-        match device {
-            #[cfg(feature = "cuda")]
-            Device::Cuda(i) => super::cuda::random(i, "normal", shape, seed, dtype),
-            _ => NDArray::randn(shape, seed, dtype)?.to_device(device),
+        match crate::backend::random_on(device, true, shape, seed, dtype)? {
+            Some(a) => Ok(a),
+            None => NDArray::randn(shape, seed, dtype),
         }
     }
 
@@ -222,16 +221,15 @@ impl NDArray {
 
     /// `value` (cast to this dtype) everywhere, in this array's shape, dtype and device.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<NDArray> {
-        let value = value.into();
-        if self.is_cuda() {
-            let out = NDArray::zeros(&[], self.dtype())?
-                .to_device(self.device())?
-                .broadcast_to(self.shape())?
-                .compact();
-            out.assign_scalar(value)?;
-            return Ok(out);
+        let device = self.device();
+        if device == Device::Cpu {
+            return NDArray::full(self.shape(), value, self.dtype());
         }
-        NDArray::full(self.shape(), value, self.dtype())
+        let n = self.numel();
+        super::check_alloc("full_like", n, self.dtype)?;
+        let out = NDArray::fresh(Storage::for_overwrite(device, self.dtype, n)?, self.shape())?;
+        out.assign_scalar(value)?;
+        Ok(out)
     }
 }
 

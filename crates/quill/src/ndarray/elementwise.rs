@@ -2,11 +2,11 @@
 //! promotion (scalars are weak, NEP 50), in-place forms, `where_` and `clip`. Operands of any
 //! strides go straight to the kernels; only an operand of the wrong dtype is converted first.
 
-use super::NDArray;
-use crate::device::Storage;
+use super::{NDArray, Reads};
+use crate::backend::{colocate, Storage};
 use quill_core::promote::{promote_with_scalar, scalar_dtype};
 use quill_core::shape::broadcast_shapes;
-use quill_core::{BinaryOp, DType, Error, Layout, Result, Scalar, UnaryOp};
+use quill_core::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
 
 impl NDArray {
     /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
@@ -14,20 +14,8 @@ impl NDArray {
         let compute = op.compute_dtype(self.dtype)?;
         super::check_alloc(op.name(), self.numel(), compute)?;
         let src = self.cast_for(compute);
-        #[cfg(feature = "cuda")]
-        if src.is_cuda() {
-            if let Some(out) = super::cuda::unary(&src, op)? {
-                return Ok(out);
-            }
-        }
-        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[&src])? {
-            return h[0].unary(op)?.to_device(dev);
-        }
-        let out = quill_cpu::elementwise::unary(op, src.read().cpu(), &src.layout)?;
-        Ok(NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(self.shape())?,
-        ))
+        let out = src.read().unary(op, &src.layout)?;
+        NDArray::fresh(out, self.shape())
     }
 
     /// This array, converted when its dtype differs from `dtype` (no copy otherwise).
@@ -41,66 +29,27 @@ impl NDArray {
 
     /// `op(self, other)` with NumPy broadcasting and type promotion.
     pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
-        // Same shape, same dtype, both contiguous on the CPU (most calls): one run, no
-        // broadcast layouts, casts or dim merging (an add of 100 floats: 0.9 -> 0.5 us).
+        // Same shape and dtype (most calls): no broadcast layouts or casts.
         if self.shape() == other.shape()
             && self.dtype == other.dtype
-            && self.is_contiguous()
-            && other.is_contiguous()
             && op.compute_dtype(self.dtype, other.dtype)? == self.dtype
-            && !self.is_cuda()
-            && !other.is_cuda()
         {
-            let n = self.numel();
-            super::check_alloc(op.name(), n, self.dtype)?;
-            let (oa, ob) = (self.offset(), other.offset());
-            let out = if self.shares_storage_with(other) {
-                let g = self.read();
-                quill_cpu::elementwise::binary_flat(op, (g.cpu(), oa), (g.cpu(), ob), n)?
-            } else {
-                let (ga, gb) = (self.read(), other.read());
-                quill_cpu::elementwise::binary_flat(op, (ga.cpu(), oa), (gb.cpu(), ob), n)?
-            };
-            return Ok(NDArray::from_storage(
-                Storage::Cpu(out),
-                Layout::contiguous(self.shape())?,
-            ));
+            super::check_alloc(op.name(), self.numel(), self.dtype)?;
+            let [a, b] = colocate(op.name(), [self, other])?;
+            let g = Reads::new([&a, &b]);
+            let out = Storage::binary(op, (g.get(0), &a.layout), (g.get(1), &b.layout))?;
+            return NDArray::fresh(out, self.shape());
         }
         let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
         super::check_alloc(op.name(), shape.iter().product(), compute)?;
-        let (a, b) = (self.cast_for(compute), other.cast_for(compute));
+        let [a, b] = colocate(op.name(), [self, other])?;
+        let (a, b) = (a.cast_for(compute), b.cast_for(compute));
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
-        #[cfg(feature = "cuda")]
-        if a.is_cuda() || b.is_cuda() {
-            // A single CPU element (a scalar operand) moves to the GPU; larger CPU arrays are
-            // an error naming both devices, as in PyTorch.
-            let dev = if a.is_cuda() { a.device() } else { b.device() };
-            let a = super::cuda::colocate(op.name(), dev, &a)?;
-            let b = super::cuda::colocate(op.name(), dev, &b)?;
-            let (la, lb) = (
-                a.layout.broadcast_to(&shape)?,
-                b.layout.broadcast_to(&shape)?,
-            );
-            if let Some(out) = super::cuda::binary(op, (&a, &la), (&b, &lb))? {
-                return Ok(out);
-            }
-        }
-        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[&a, &b])? {
-            return h[0].binary(op, &h[1])?.to_device(dev);
-        }
-        let out = if a.shares_storage_with(&b) {
-            let g = a.read();
-            quill_cpu::elementwise::binary(op, (g.cpu(), &la), (g.cpu(), &lb))?
-        } else {
-            let (ga, gb) = (a.read(), b.read());
-            quill_cpu::elementwise::binary(op, (ga.cpu(), &la), (gb.cpu(), &lb))?
-        };
-        Ok(NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(&shape)?,
-        ))
+        let g = Reads::new([&a, &b]);
+        let out = Storage::binary(op, (g.get(0), &la), (g.get(1), &lb))?;
+        NDArray::fresh(out, &shape)
     }
 
     /// `op(self, value)` (or `op(value, self)` when `reversed`), the scalar weak as in NumPy 2:
@@ -145,20 +94,19 @@ impl NDArray {
             ));
         }
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
-        let direct = !self.is_cuda()
-            && !other.is_cuda()
-            && self.is_contiguous()
+        let direct = self.is_contiguous()
             && !self.shares_storage_with(other)
             && compute == self.dtype
             && result == self.dtype;
         if !direct {
             return self.assign(&self.binary(op, other)?);
         }
-        let b = other.cast_for(compute);
+        let [_, b] = colocate(op.name(), [self, other])?;
+        let b = b.cast_for(compute);
         let lb = b.layout.broadcast_to(self.shape())?;
         let gb = b.read();
         let mut gs = self.write();
-        quill_cpu::elementwise::binary_inplace(op, gs.cpu_mut(), &self.layout, (gb.cpu(), &lb))
+        Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
     }
 
     /// `self = op(self, value)` in place, the scalar weak as in `binary_scalar`.
@@ -180,38 +128,15 @@ impl NDArray {
             a.cast_for(dtype),
             b.cast_for(dtype),
         );
+        let [c, a, b] = colocate(OP, [&c, &a, &b])?;
         let (lc, la, lb) = (
             c.layout.broadcast_to(&shape)?,
             a.layout.broadcast_to(&shape)?,
             b.layout.broadcast_to(&shape)?,
         );
-        #[cfg(feature = "cuda")]
-        if let Some(lead) = [&a, &b, &c].into_iter().find(|x| x.is_cuda()) {
-            let dev = lead.device();
-            let (c, a, b) = (c.to_device(dev)?, a.to_device(dev)?, b.to_device(dev)?);
-            let (lc, la, lb) = (
-                c.layout.broadcast_to(&shape)?,
-                a.layout.broadcast_to(&shape)?,
-                b.layout.broadcast_to(&shape)?,
-            );
-            return super::cuda::where_((&c, &lc), (&a, &la), (&b, &lb));
-        }
-        // One guard per distinct buffer: a second read lock on a buffer this thread already
-        // reads could wait behind a queued writer.
-        let gc = c.read();
-        let ga = (!a.shares_storage_with(&c)).then(|| a.read());
-        let gb = (!b.shares_storage_with(&c) && !b.shares_storage_with(&a)).then(|| b.read());
-        let sa = ga.as_ref().map_or(gc.cpu(), |g| g.cpu());
-        let sb = match &gb {
-            Some(g) => g.cpu(),
-            None if b.shares_storage_with(&c) => gc.cpu(),
-            None => sa,
-        };
-        let out = quill_cpu::elementwise::where_((gc.cpu(), &lc), (sa, &la), (sb, &lb))?;
-        Ok(NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(&shape)?,
-        ))
+        let g = Reads::new([&c, &a, &b]);
+        let out = Storage::where_((g.get(0), &lc), (g.get(1), &la), (g.get(2), &lb))?;
+        NDArray::fresh(out, &shape)
     }
 
     /// Elements limited to `[min, max]` (NumPy's `clip`: `minimum(maximum(x, min), max)`; NaN

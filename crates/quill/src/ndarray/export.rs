@@ -4,7 +4,8 @@
 //! Import: `from_foreign` views another library's memory in place (a foreign `Buf`).
 
 use super::NDArray;
-use crate::device::{Device, Storage};
+use crate::backend::Storage;
+use crate::device::Device;
 use quill_core::{DType, Error, Layout, Result};
 use quill_cpu::{dispatch_dtype, Buf, CpuElement};
 use std::sync::atomic::Ordering;
@@ -34,14 +35,7 @@ impl NDArray {
     pub fn pin(&self) -> Result<Pinned> {
         let itemsize = self.dtype.size_in_bytes();
         let offset_bytes = self.offset() * itemsize;
-        let base = {
-            let mut guard = self.write();
-            match &mut *guard {
-                Storage::Cpu(s) => quill_cpu::with_storage!(s, v => v.as_mut_ptr() as usize),
-                #[cfg(feature = "cuda")]
-                Storage::Cuda(s) => s.export_address()? as usize,
-            }
-        };
+        let base = self.write().export_address()?;
         self.storage.pins.fetch_add(1, Ordering::AcqRel);
         Ok(Pinned {
             array: self.clone(),
@@ -117,11 +111,7 @@ impl NDArray {
 
     /// True when this array's buffer is memory another library owns (`from_foreign`).
     pub fn is_foreign(&self) -> bool {
-        match &*self.read() {
-            Storage::Cpu(s) => quill_cpu::with_storage!(s, v => v.is_foreign()),
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(_) => false,
-        }
+        self.read().is_foreign()
     }
 }
 

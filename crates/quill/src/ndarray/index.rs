@@ -4,94 +4,17 @@
 //! index is ever materialised. Indices are read through their own strides in any of i32, i64
 //! and u8; negative values count from the end as in Python.
 
-use super::NDArray;
-use crate::device::Storage;
-use quill_core::plan::LoopPlan;
+use super::{NDArray, Reads};
+use crate::backend::{colocate, Storage};
 use quill_core::shape::{broadcast_shapes, normalize_axis};
-use quill_core::{DType, Error, Layout, Result, SliceArg};
-use quill_cpu::{dispatch_dtype, with_storage, CpuElement, CpuStorage};
-
-/// Runs `$body` with `$ix` bound to the typed index buffer of `$s`; any other dtype returns the
-/// index dtype error from the enclosing function.
-macro_rules! with_index {
-    ($s:expr, $op:expr, $ix:ident => $body:expr) => {
-        match $s {
-            CpuStorage::I64($ix) => $body,
-            CpuStorage::I32($ix) => $body,
-            CpuStorage::U8($ix) => $body,
-            other => return Err(index_dtype_error($op, other.dtype())),
-        }
-    };
-}
-
-fn index_dtype_error(op: &'static str, dtype: DType) -> Error {
-    Error::invalid(
-        op,
-        format!("the index must have an integer dtype (i32, i64 or u8), got {dtype}"),
-    )
-}
+use quill_core::{Along, DType, Error, Layout, Result, SliceArg};
+use quill_cpu::index::index_dtype_error;
 
 fn check_index_dtype(op: &'static str, index: &NDArray) -> Result<()> {
     match index.dtype() {
         DType::I32 | DType::I64 | DType::U8 => Ok(()),
         d => Err(index_dtype_error(op, d)),
     }
-}
-
-/// Position `v` on an axis of `size` (negative counts from the end), or an error naming it.
-#[inline]
-fn resolve(op: &'static str, v: i64, size: usize, axis: usize) -> Result<isize> {
-    // `size <= isize::MAX`, so neither the sum nor the casts can overflow.
-    let w = if v < 0 { v + size as i64 } else { v };
-    if w < 0 || w >= size as i64 {
-        return Err(Error::IndexOutOfRange {
-            op,
-            index: v as isize,
-            axis,
-            size,
-        });
-    }
-    Ok(w as isize)
-}
-
-/// Calls `f` with the offsets of each operand of `plan`, element by element in C order.
-fn walk<const K: usize>(
-    plan: &LoopPlan,
-    mut f: impl FnMut([usize; K]) -> Result<()>,
-) -> Result<()> {
-    let n = plan.numel();
-    if n == 0 {
-        return Ok(());
-    }
-    let nd = plan.ndim();
-    let mut base: [isize; K] = std::array::from_fn(|k| plan.offsets[k] as isize);
-    if nd == 0 {
-        return f(base.map(|o| o as usize));
-    }
-    let inner = plan.shape[nd - 1];
-    let step: [isize; K] = std::array::from_fn(|k| plan.strides[k][nd - 1]);
-    let mut idx = vec![0usize; nd - 1];
-    for _ in 0..n / inner {
-        let mut o = base;
-        for _ in 0..inner {
-            f(o.map(|x| x as usize))?;
-            o.iter_mut().zip(&step).for_each(|(o, s)| *o += s);
-        }
-        for d in (0..nd - 1).rev() {
-            idx[d] += 1;
-            base.iter_mut()
-                .zip(&plan.strides)
-                .for_each(|(b, s)| *b += s[d]);
-            if idx[d] < plan.shape[d] {
-                break;
-            }
-            idx[d] = 0;
-            base.iter_mut()
-                .zip(&plan.strides)
-                .for_each(|(b, s)| *b -= s[d] * plan.shape[d] as isize);
-        }
-    }
-    Ok(())
 }
 
 /// The layout of `a`'s element at position 0 of `axis` for every position of `shape` (which is
@@ -137,99 +60,30 @@ fn check_along(op: &'static str, a: &NDArray, axis: isize, index: &NDArray) -> R
     Ok(ax)
 }
 
-fn gather_kernel<T: Copy, I: Copy + Into<i64>>(
-    op: &'static str,
-    src: &[T],
-    ix: &[I],
-    plan: &LoopPlan,
-    (stride, size, axis): (isize, usize, usize),
-) -> Result<Vec<T>> {
-    let mut out = Vec::with_capacity(plan.numel());
-    walk(plan, |[oi, ob]| {
-        let k = resolve(op, ix[oi].into(), size, axis)?;
-        out.push(src[(ob as isize + k * stride) as usize]);
-        Ok(())
-    })?;
-    Ok(out)
-}
-
 /// `out[p] = src[p with axis replaced by index[p]]` for every position `p` of `index`, whose
 /// shape is checked by the caller. `op` names the public op in errors.
 fn gather_impl(op: &'static str, src: &NDArray, ax: usize, index: &NDArray) -> Result<NDArray> {
-    if let Some((dev, h)) = super::cuda::host_args(op, &[src, index])? {
-        return gather_impl(op, &h[0], ax, &h[1])?.to_device(dev);
-    }
     if src.ndim() == 0 {
         let out = gather_impl(op, &src.view(&[1])?, 0, &index.view(&[1])?)?;
         return out.view(&[]);
     }
+    let [src, index] = colocate(op, [src, index])?;
     let shape = index.shape();
-    let layout = Layout::contiguous(shape)?;
     if index.numel() == 0 {
-        return NDArray::zeros(shape, src.dtype);
+        return NDArray::zeros(shape, src.dtype)?.to_device(src.device());
     }
     if src.shape()[ax] == 0 {
-        return empty_axis_error(op, index, ax);
+        return empty_axis_error(op, &index, ax);
     }
-    let base = axis_base(src, ax, shape)?;
-    let plan = LoopPlan::new(&[&index.layout, &base]);
-    let along = (src.strides()[ax], src.shape()[ax], ax);
-    // One guard per distinct buffer: a second read lock on a buffer this thread already reads
-    // could wait behind a queued writer.
-    let gs = src.read();
-    let gi = (!index.shares_storage_with(src)).then(|| index.read());
-    let is = gi.as_ref().map_or(gs.cpu(), |g| g.cpu());
-    let out = with_storage!(gs.cpu(), v => with_index!(is, op, ix => {
-        CpuStorage::from_vec(gather_kernel(op, v, ix, &plan, along)?)
-    }));
-    Ok(NDArray::from_storage(Storage::Cpu(out), layout))
-}
-
-/// Addition as `scatter_add` accumulates: wrapping for integers (as PyTorch), logical or for
-/// bool (as NumPy's add), and rounding to the dtype after every step for halves.
-trait Accumulate: Copy {
-    fn acc(self, rhs: Self) -> Self;
-}
-macro_rules! accumulate {
-    ($($t:ty => $f:expr),* $(,)?) => {$(
-        impl Accumulate for $t {
-            #[inline]
-            fn acc(self, rhs: Self) -> Self {
-                $f(self, rhs)
-            }
-        }
-    )*};
-}
-accumulate!(
-    f32 => |a, b| a + b, f64 => |a, b| a + b,
-    half::f16 => |a, b| a + b, half::bf16 => |a, b| a + b,
-    i32 => i32::wrapping_add, i64 => i64::wrapping_add, u8 => u8::wrapping_add,
-    bool => |a, b| a | b,
-);
-
-fn scatter_add_kernel<T: CpuElement + Accumulate, I: Copy + Into<i64>>(
-    op: &'static str,
-    out: &mut CpuStorage,
-    src: &CpuStorage,
-    ix: &[I],
-    plan: &LoopPlan,
-    (stride, size, axis): (isize, usize, usize),
-) -> Result<()> {
-    let wrong = |got: DType| Error::DTypeMismatch {
-        op,
-        expected: T::DTYPE,
-        got,
+    let base = axis_base(&src, ax, shape)?;
+    let along = Along {
+        stride: src.strides()[ax],
+        size: src.shape()[ax],
+        axis: ax,
     };
-    let src_dtype = src.dtype();
-    let s = T::slice(src).ok_or_else(|| wrong(src_dtype))?;
-    let out_dtype = out.dtype();
-    let o = T::slice_mut(out).ok_or_else(|| wrong(out_dtype))?;
-    walk(plan, |[oi, os, ob]| {
-        let k = resolve(op, ix[oi].into(), size, axis)?;
-        let at = (ob as isize + k * stride) as usize;
-        o[at] = o[at].acc(s[os]);
-        Ok(())
-    })
+    let g = Reads::new([&src, &index]);
+    let out = Storage::gather(op, (g.get(0), &base), (g.get(1), &index.layout), along)?;
+    NDArray::fresh(out, shape)
 }
 
 /// NumPy's `same_kind` casting: bool -> integer -> float, never back.
@@ -262,9 +116,6 @@ impl NDArray {
                 hint: " (src must have the index's shape)".into(),
             });
         }
-        if let Some((dev, h)) = super::cuda::host_args(OP, &[self, index, src])? {
-            return h[0].scatter_add(axis, &h[1], &h[2])?.to_device(dev);
-        }
         if !same_kind(src.dtype, self.dtype) {
             return Err(Error::invalid(
                 OP,
@@ -293,18 +144,23 @@ impl NDArray {
         } else {
             src.astype(self.dtype)
         };
+        let [out, index, src] = colocate(OP, [&out, index, &src])?;
         let base = axis_base(&out, ax, index.shape())?;
-        let plan = LoopPlan::new(&[&index.layout, &src.layout, &base]);
-        let along = (out.strides()[ax], out.shape()[ax], ax);
+        let along = Along {
+            stride: out.strides()[ax],
+            size: out.shape()[ax],
+            axis: ax,
+        };
         // `out` is fresh, so only `src` and `index` can share a buffer.
-        let mut go = out.write();
-        let gs = src.read();
-        let gi = (!index.shares_storage_with(&src)).then(|| index.read());
-        let is = gi.as_ref().map_or(gs.cpu(), |g| g.cpu());
-        dispatch_dtype!(self.dtype, T => with_index!(is, OP, ix => {
-            scatter_add_kernel::<T, _>(OP, go.cpu_mut(), gs.cpu(), ix, &plan, along)?
-        }));
-        drop((go, gs, gi));
+        let g = Reads::new([&src, &index]);
+        Storage::scatter_add(
+            OP,
+            (&mut *out.write(), &base),
+            (g.get(0), &src.layout),
+            (g.get(1), &index.layout),
+            along,
+        )?;
+        drop(g);
         Ok(out)
     }
 

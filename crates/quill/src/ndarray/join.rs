@@ -4,10 +4,10 @@
 //! the work whatever the inputs' layouts.
 
 use super::NDArray;
-use crate::device::Storage;
+use crate::backend::{colocate_all, Storage};
+use crate::device::Device;
 use quill_core::shape::{checked_numel, normalize_axis};
 use quill_core::{DType, Error, Layout, Result, SliceArg};
-use quill_cpu::CpuStorage;
 
 /// The slice arguments selecting `start..start + len` on `axis` of a rank-`ndim` array.
 fn axis_range(ndim: usize, axis: usize, start: usize, len: usize) -> Vec<SliceArg> {
@@ -16,8 +16,8 @@ fn axis_range(ndim: usize, axis: usize, start: usize, len: usize) -> Vec<SliceAr
     args
 }
 
-/// A contiguous array whose every element the caller overwrites.
-fn uninit(op: &'static str, shape: &[usize], dtype: DType) -> Result<NDArray> {
+/// A contiguous array on `device` whose every element the caller overwrites.
+fn uninit(op: &'static str, shape: &[usize], dtype: DType, device: Device) -> Result<NDArray> {
     let n = checked_numel(op, shape)?;
     if n.checked_mul(dtype.size_in_bytes())
         .is_none_or(|b| b > isize::MAX as usize)
@@ -29,7 +29,7 @@ fn uninit(op: &'static str, shape: &[usize], dtype: DType) -> Result<NDArray> {
     }
     super::check_alloc(op, n, dtype)?;
     Ok(NDArray::from_storage(
-        Storage::Cpu(CpuStorage::for_overwrite(dtype, n)),
+        Storage::for_overwrite(device, dtype, n)?,
         Layout::contiguous(shape)?,
     ))
 }
@@ -39,11 +39,8 @@ fn concat_impl(op: &'static str, arrays: &[&NDArray], axis: isize) -> Result<NDA
     let Some(first) = arrays.first() else {
         return Err(Error::invalid(op, "needs at least one array"));
     };
-    // Arrays on a GPU join on the host and move back (no CUDA kernel for this yet).
-    if let Some((dev, h)) = super::cuda::host_args(op, arrays)? {
-        let refs: Vec<&NDArray> = h.iter().collect();
-        return concat_impl(op, &refs, axis)?.to_device(dev);
-    }
+    // The output is made where the inputs are; each input is one strided copy into it.
+    let device = colocate_all(op, arrays)?;
     let ndim = first.ndim();
     if ndim == 0 {
         return Err(Error::invalid(
@@ -76,7 +73,7 @@ fn concat_impl(op: &'static str, arrays: &[&NDArray], axis: isize) -> Result<NDA
             })?;
         dtype = quill_core::promote_types(dtype, a.dtype());
     }
-    let out = uninit(op, &shape, dtype)?;
+    let out = uninit(op, &shape, dtype, device)?;
     if out.numel() == 0 {
         return Ok(out);
     }

@@ -3,14 +3,11 @@
 //! which reads both operands through their strides (no compaction, broadcast batch dims stay
 //! stride 0).
 
-use super::NDArray;
-#[cfg(feature = "cuda")]
-use crate::device::Device;
-use crate::device::Storage;
+use super::{NDArray, Reads};
+use crate::backend::{colocate, Storage};
 use quill_core::promote::promote_types;
 use quill_core::shape::broadcast_shapes;
-use quill_core::{Error, Layout, Result};
-use std::sync::Arc;
+use quill_core::{Error, Result};
 
 impl NDArray {
     /// The matrix product `self @ other` (NumPy's `matmul`). A 1-D lhs is a row vector and a
@@ -60,47 +57,10 @@ impl NDArray {
         let full = |last: [usize; 2]| [batch.as_slice(), &last].concat();
         let a = a.with_layout(a.layout.broadcast_to(&full([m, k]))?);
         let b = b.with_layout(b.layout.broadcast_to(&full([k, n]))?);
-        let mut out_shape: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
-        if sa.len() > 1 {
-            out_shape.push(m as isize);
-        }
-        if sb.len() > 1 {
-            out_shape.push(n as isize);
-        }
         super::check_alloc(OP, batch.iter().product::<usize>() * m * n, dt)?;
-        #[cfg(feature = "cuda")]
-        if a.is_cuda() || b.is_cuda() {
-            let dev = if a.is_cuda() { a.device() } else { b.device() };
-            let a = super::cuda::colocate(OP, dev, &a)?;
-            let b = super::cuda::colocate(OP, dev, &b)?;
-            if let Some(out) = super::cuda::matmul(&a, &b)? {
-                return out.reshape(&out_shape);
-            }
-            // Integer, bool and half products: the CPU kernels, on host copies.
-            let (ha, hb) = (self.to_device(Device::Cpu)?, other.to_device(Device::Cpu)?);
-            return ha.matmul(&hb)?.to_device(dev);
-        }
-
-        let out = if a.shares_storage_with(&b) {
-            // One read guard for both: a second read lock on one RwLock from this thread could
-            // wait behind a queued writer that waits for the first.
-            let s = a.read();
-            quill_cpu::matmul::matmul(s.cpu(), &a.layout, s.cpu(), &b.layout)?
-        } else {
-            // Locks in address order, as `assign` takes them.
-            let (x, y) = if Arc::as_ptr(&a.storage) < Arc::as_ptr(&b.storage) {
-                (&a, &b)
-            } else {
-                (&b, &a)
-            };
-            let (gx, gy) = (x.read(), y.read());
-            let (sa_, sb_) = if std::ptr::eq(x, &a) {
-                (&gx, &gy)
-            } else {
-                (&gy, &gx)
-            };
-            quill_cpu::matmul::matmul(sa_.cpu(), &a.layout, sb_.cpu(), &b.layout)?
-        };
+        let [a, b] = colocate(OP, [&a, &b])?;
+        let g = Reads::new([&a, &b]);
+        let out = Storage::matmul((g.get(0), &a.layout), (g.get(1), &b.layout))?;
         let mut shape = batch;
         if sa.len() > 1 {
             shape.push(m);
@@ -108,9 +68,6 @@ impl NDArray {
         if sb.len() > 1 {
             shape.push(n);
         }
-        Ok(NDArray::from_storage(
-            Storage::Cpu(out),
-            Layout::contiguous(&shape)?,
-        ))
+        NDArray::fresh(out, &shape)
     }
 }

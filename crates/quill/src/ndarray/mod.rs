@@ -6,9 +6,6 @@
 mod assign;
 mod bytes;
 mod create;
-mod cuda;
-#[cfg(feature = "cuda")]
-pub(crate) use cuda::update_in_place as cuda_update_in_place;
 mod display;
 mod elementwise;
 mod export;
@@ -20,9 +17,13 @@ mod matmul;
 mod operators;
 mod reduce;
 mod sort;
+mod transfer;
 mod views;
 
-use crate::device::{Device, Storage};
+pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
+
+use crate::backend::Storage;
+use crate::device::Device;
 use quill_core::{DType, Error, Layout, Result};
 use quill_cpu::CpuElement;
 use std::sync::atomic::AtomicUsize;
@@ -59,6 +60,43 @@ pub(crate) fn check_alloc(op: &'static str, numel: usize, dtype: DType) -> Resul
     Ok(())
 }
 
+/// Read guards of the buffers of `N` arrays: one guard per distinct buffer (a second read lock
+/// on one RwLock from this thread could wait behind a queued writer), taken in address order
+/// as every multi-buffer lock in quill is, so two threads cannot deadlock.
+pub(crate) struct Reads<'a, const N: usize> {
+    guards: [Option<RwLockReadGuard<'a, Storage>>; N],
+    slot: [usize; N],
+}
+
+impl<'a, const N: usize> Reads<'a, N> {
+    pub(crate) fn new(arrays: [&'a NDArray; N]) -> Reads<'a, N> {
+        let mut order: [usize; N] = std::array::from_fn(|i| i);
+        order.sort_by_key(|&i| Arc::as_ptr(&arrays[i].storage));
+        let mut guards: [Option<RwLockReadGuard<'a, Storage>>; N] = std::array::from_fn(|_| None);
+        let mut slot = [0; N];
+        let mut held: Option<(*const Shared, usize)> = None;
+        for i in order {
+            let p = Arc::as_ptr(&arrays[i].storage);
+            slot[i] = match held {
+                Some((q, g)) if q == p => g,
+                _ => {
+                    guards[i] = Some(arrays[i].read());
+                    held = Some((p, i));
+                    i
+                }
+            };
+        }
+        Reads { guards, slot }
+    }
+
+    /// The storage of array `i`.
+    pub(crate) fn get(&self, i: usize) -> &Storage {
+        self.guards[self.slot[i]]
+            .as_deref()
+            .expect("every slot points at a held guard")
+    }
+}
+
 impl NDArray {
     pub(crate) fn from_storage(storage: Storage, layout: Layout) -> NDArray {
         let dtype = storage.dtype();
@@ -86,6 +124,11 @@ impl NDArray {
     }
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
         self.storage.lock.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A contiguous array of `shape` over a fresh storage (a kernel's output).
+    pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Result<NDArray> {
+        Ok(NDArray::from_storage(storage, Layout::contiguous(shape)?))
     }
 
     pub fn shape(&self) -> &[usize] {

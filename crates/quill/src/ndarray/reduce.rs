@@ -1,13 +1,12 @@
 //! Reductions on `NDArray`: sum, prod, mean, max, min, argmax, argmin, any, all, var, std and
 //! logsumexp over any set of axes (negative allowed, `None` = all), with NumPy's dtype rules and
-//! `keepdims`. Axis checks and NumPy's "no identity" errors live here; the loops are
-//! `quill_cpu::reduce`, which reads any strided layout in place.
+//! `keepdims`. Axis checks and NumPy's "no identity" errors live here; the loops are the
+//! backend's, which read any strided layout in place.
 
 use super::NDArray;
-use crate::device::Storage;
+use crate::backend::Storage;
 use quill_core::shape::{normalize_axes, normalize_axis};
-use quill_core::{Error, Layout, ReduceOp, Result};
-use quill_cpu::CpuStorage;
+use quill_core::{Error, Layout, ReduceOp, Result, Stat};
 
 impl NDArray {
     /// Normalised axes, sorted (`None` means every axis).
@@ -36,7 +35,7 @@ impl NDArray {
     }
 
     /// Wraps a kernel result (contiguous over the kept dims) in the output's shape.
-    fn reduced(&self, s: CpuStorage, axes: &[usize], keepdims: bool) -> Result<NDArray> {
+    fn reduced(&self, s: Storage, axes: &[usize], keepdims: bool) -> Result<NDArray> {
         let shape: Vec<usize> = (0..self.ndim())
             .filter_map(|d| match (axes.contains(&d), keepdims) {
                 (false, _) => Some(self.shape()[d]),
@@ -44,10 +43,13 @@ impl NDArray {
                 (true, false) => None,
             })
             .collect();
-        Ok(NDArray::from_storage(
-            Storage::Cpu(s),
-            Layout::contiguous(&shape)?,
-        ))
+        Ok(NDArray::from_storage(s, Layout::contiguous(&shape)?))
+    }
+
+    fn stat(&self, stat: Stat, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
+        let ax = self.reduce_axes(stat.name(), axes)?;
+        let s = self.read().stat(stat, &self.layout, &ax)?;
+        self.reduced(s, &ax, keepdims)
     }
 
     fn reduce_op(&self, op: ReduceOp, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
@@ -55,16 +57,7 @@ impl NDArray {
         if matches!(op, ReduceOp::Max | ReduceOp::Min) {
             self.check_nonempty(op.name(), &ax)?;
         }
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            if let Some(out) = super::cuda::reduce(self, op, &ax)? {
-                return keep(out, self.shape(), &ax, keepdims);
-            }
-        }
-        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[self])? {
-            return h[0].reduce_op(op, axes, keepdims)?.to_device(dev);
-        }
-        let s = quill_cpu::reduce::reduce(op, self.read().cpu(), &self.layout, &ax);
+        let s = self.read().reduce(op, &self.layout, &ax)?;
         self.reduced(s, &ax, keepdims)
     }
 
@@ -105,16 +98,7 @@ impl NDArray {
             Some(a) => vec![normalize_axis(op.name(), a, self.ndim(), 0)?],
         };
         self.check_nonempty(op.name(), &ax)?;
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            if let Some(out) = super::cuda::reduce(self, op, &ax)? {
-                return keep(out, self.shape(), &ax, keepdims);
-            }
-        }
-        if let Some((dev, h)) = super::cuda::host_args(op.name(), &[self])? {
-            return h[0].arg_op(op, axis, keepdims)?.to_device(dev);
-        }
-        let s = quill_cpu::reduce::reduce(op, self.read().cpu(), &self.layout, &ax);
+        let s = self.read().reduce(op, &self.layout, &ax)?;
         self.reduced(s, &ax, keepdims)
     }
 
@@ -131,75 +115,23 @@ impl NDArray {
 
     /// Mean; bool and integers give f64, floats keep their dtype. Empty: NaN.
     pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
-        let ax = self.reduce_axes("mean", axes)?;
-        if self.is_cuda() && self.dtype.is_float() {
-            // The sum's kernel accumulates in f32 (f64 for f64), then one scale.
-            let n: usize = ax.iter().map(|&d| self.shape()[d]).product();
-            return self.sum(axes, keepdims)?.mul_scalar(1.0 / n as f64);
-        }
-        if let Some((dev, h)) = super::cuda::host_args("mean", &[self])? {
-            return h[0].mean(axes, keepdims)?.to_device(dev);
-        }
-        let s = quill_cpu::reduce::mean(self.read().cpu(), &self.layout, &ax);
-        self.reduced(s, &ax, keepdims)
+        self.stat(Stat::Mean, axes, keepdims)
     }
 
     /// Variance `sum((x - mean)^2) / (n - ddof)`, dtypes as `mean`; `ddof >= n` gives inf or
     /// NaN, as NumPy (which also warns).
     pub fn var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
-        let ax = self.reduce_axes("var", axes)?;
-        if self.is_cuda() && self.dtype.is_float() {
-            // Two passes on the GPU: the mean, then the centred squares.
-            let n: usize = ax.iter().map(|&d| self.shape()[d]).product();
-            let d = self.sub(&self.mean(axes, true)?)?;
-            let s = d.mul(&d)?.sum(axes, keepdims)?;
-            return s.mul_scalar(1.0 / (n as f64 - ddof as f64));
-        }
-        if let Some((dev, h)) = super::cuda::host_args("var", &[self])? {
-            return h[0].var(axes, ddof, keepdims)?.to_device(dev);
-        }
-        let s = quill_cpu::reduce::var(self.read().cpu(), &self.layout, &ax, ddof, false);
-        self.reduced(s, &ax, keepdims)
+        self.stat(Stat::Var { ddof, std: false }, axes, keepdims)
     }
 
     /// Standard deviation: the square root of `var`.
     pub fn std(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
-        let ax = self.reduce_axes("std", axes)?;
-        if self.is_cuda() {
-            return self.var(axes, ddof, keepdims)?.sqrt();
-        }
-        let s = quill_cpu::reduce::var(self.read().cpu(), &self.layout, &ax, ddof, true);
-        self.reduced(s, &ax, keepdims)
+        self.stat(Stat::Var { ddof, std: true }, axes, keepdims)
     }
 
     /// `log(sum(exp(x)))`, computed stably through the max; dtypes as `mean`. All -inf (or
     /// empty): -inf; any +inf: +inf; NaN propagates.
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
-        let ax = self.reduce_axes("logsumexp", axes)?;
-        #[cfg(feature = "cuda")]
-        if self.is_cuda() {
-            if let Some(out) = super::cuda::logsumexp(self, &ax)? {
-                return keep(out, self.shape(), &ax, keepdims);
-            }
-        }
-        if let Some((dev, h)) = super::cuda::host_args("logsumexp", &[self])? {
-            return h[0].logsumexp(axes, keepdims)?.to_device(dev);
-        }
-        let s = quill_cpu::reduce::logsumexp(self.read().cpu(), &self.layout, &ax);
-        self.reduced(s, &ax, keepdims)
+        self.stat(Stat::LogSumExp, axes, keepdims)
     }
-}
-
-/// A reduction's result (the kept dims) with the reduced dims put back as 1 for `keepdims`.
-#[cfg(feature = "cuda")]
-fn keep(out: NDArray, shape: &[usize], axes: &[usize], keepdims: bool) -> Result<NDArray> {
-    if !keepdims {
-        return Ok(out);
-    }
-    let k: Vec<isize> = shape
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d as isize })
-        .collect();
-    out.reshape(&k)
 }
