@@ -80,6 +80,19 @@ impl Update {
         }
     }
 
+    /// The dtype a parameter of dtype `param` is updated in (and its state kept in): f64
+    /// params in f64, every other float dtype (f32, f16, bf16) in f32.
+    pub fn compute_dtype(op: &'static str, param: DType) -> Result<DType> {
+        match param {
+            DType::F64 => Ok(DType::F64),
+            DType::F32 | DType::F16 | DType::BF16 => Ok(DType::F32),
+            other => Err(Error::invalid(
+                op,
+                format!("only floating-point parameters can be optimized, got a {other} parameter"),
+            )),
+        }
+    }
+
     /// How many state buffers the rule reads and writes.
     pub fn state_len(&self) -> usize {
         match self {

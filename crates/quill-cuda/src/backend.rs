@@ -28,7 +28,7 @@ fn scale(x: &CudaStorage, shape: &[usize], v: f64) -> Result<CudaStorage> {
     let l = Layout::contiguous(shape)?;
     let s = scalar_on(x, v, x.dtype())?;
     let ls = Layout::contiguous(&[])?.broadcast_to(shape)?;
-    ops::binary("mul", (x, &l), (&s, &ls))
+    CudaStorage::binary(BinaryOp::Mul, (x, &l), (&s, &ls))
 }
 
 /// The shape left after reducing `axes` of `shape`, and the number of elements reduced.
@@ -172,13 +172,13 @@ impl Backend for CudaStorage {
                     .map(|d| if axes.contains(&d) { 1 } else { l.shape()[d] })
                     .collect();
                 let lm = Layout::contiguous(&keep)?.broadcast_to(l.shape())?;
-                let d = ops::binary("sub", (self, l), (&m, &lm))?;
+                let d = Self::binary(BinaryOp::Sub, (self, l), (&m, &lm))?;
                 let lc = Layout::contiguous(l.shape())?;
-                let d2 = ops::binary("mul", (&d, &lc), (&d, &lc))?;
+                let d2 = Self::binary(BinaryOp::Mul, (&d, &lc), (&d, &lc))?;
                 let s = d2.reduce(ReduceOp::Sum, &lc, axes)?;
                 let v = scale(&s, &out_shape, 1.0 / (n as f64 - ddof as f64))?;
                 if std {
-                    ops::unary("sqrt", &v, &Layout::contiguous(&out_shape)?)
+                    v.unary(UnaryOp::Sqrt, &Layout::contiguous(&out_shape)?)
                 } else {
                     Ok(v)
                 }

@@ -18,6 +18,7 @@ mod operators;
 mod reduce;
 mod sort;
 mod transfer;
+mod update;
 mod views;
 
 pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
@@ -172,6 +173,13 @@ impl NDArray {
 
     /// The elements in C order, as `T`, which must be the array's dtype.
     pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        self.with_host_slice(|s: &[T]| s.to_vec())
+    }
+
+    /// Runs `f` on the elements in C order as one host slice of `T` (the array's dtype),
+    /// under a read lock: no copy when the array is contiguous in CPU memory, a compact host
+    /// copy otherwise. How the layers above read data without touching buffers.
+    pub fn with_host_slice<T: CpuElement, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         if T::DTYPE != self.dtype {
             return Err(Error::DTypeMismatch {
                 op: "to_vec",
@@ -179,14 +187,19 @@ impl NDArray {
                 got: T::DTYPE,
             });
         }
-        if self.is_cuda() {
-            return self.to_device(Device::Cpu)?.to_vec();
+        if self.numel() == 0 {
+            // An empty view's offset may sit past its buffer's end; there is nothing to read.
+            return Ok(f(&[]));
         }
-        let c = self.compact();
+        let c = if self.is_cuda() {
+            self.to_device(Device::Cpu)?
+        } else {
+            self.try_compact()?
+        };
         let guard = c.read();
         let s = T::slice(guard.cpu()).expect("dtype checked above");
         let off = c.layout.offset();
-        Ok(s[off..off + c.numel()].to_vec())
+        Ok(f(&s[off..off + c.numel()]))
     }
 
     /// The one element of a size-1 array, cast to `T` with NumPy's rules.
