@@ -131,6 +131,15 @@ pub enum Error {
         msg: String,
     },
 
+    /// A backend has no kernel for this op (or for this dtype of it). The array layer turns it
+    /// into the documented host fallback; a user sees it only where no fallback exists.
+    #[error("{op}: not supported by the {backend} backend for {what}")]
+    Unsupported {
+        op: &'static str,
+        backend: &'static str,
+        what: String,
+    },
+
     #[error("{op}: operands on different devices: {lhs} and {rhs}; move one with to_device first")]
     DeviceMismatch {
         op: &'static str,
@@ -147,6 +156,14 @@ impl Error {
             op,
             device: device.into(),
             msg: msg.into(),
+        }
+    }
+
+    pub fn unsupported(op: &'static str, backend: &'static str, what: impl Into<String>) -> Self {
+        Error::Unsupported {
+            op,
+            backend,
+            what: what.into(),
         }
     }
 

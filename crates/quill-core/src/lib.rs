@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backend;
 pub mod dtype;
 pub mod error;
 pub mod layout;
@@ -13,6 +14,7 @@ pub mod promote;
 pub mod shape;
 pub mod slice;
 
+pub use backend::{Along, Backend, Stat, Update};
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};

@@ -9,10 +9,8 @@
 //! `from_f32`. Samples: hand-picked edge values, every f16, bf16 and u8 bit pattern, and random
 //! values built to sit on or next to the rounding ties of f32, f16 and bf16.
 
-mod common;
-
-use common::Rng;
 use quill_core::{bf16, f16, DType, Element, Scalar};
+use quill_test_support::Prng;
 
 /// A source value, exactly.
 #[derive(Clone, Copy, Debug)]
@@ -311,11 +309,11 @@ const EDGE_I64: &[i64] = &[
 
 /// Random f64 values with an exponent in `lo..=hi` whose mantissa puts them on, just above or
 /// just below a rounding tie of a `p`-bit format.
-fn near_ties(rng: &mut Rng, count: usize, lo: i64, hi: i64) -> Vec<f64> {
+fn near_ties(rng: &mut Prng, count: usize, lo: i64, hi: i64) -> Vec<f64> {
     (0..count)
         .map(|_| {
             let p = [8u32, 11, 24][rng.below(3)];
-            let e = rng.range(lo, hi);
+            let e = rng.int(lo, hi);
             let half_bit = 52 - p; // the first dropped bit of a p-bit significand
             let keep = rng.next_u64() & !((1u64 << (half_bit + 1)) - 1) & ((1 << 52) - 1);
             let low = match rng.below(4) {
@@ -346,7 +344,7 @@ fn report(what: &str, bad: Vec<String>) {
 
 #[test]
 fn the_reference_rounds_like_rust_and_half() {
-    let mut rng = Rng(1);
+    let mut rng = Prng::from_state(1);
     let mut vals: Vec<f64> = EDGE_F64.to_vec();
     vals.extend(near_ties(&mut rng, 20000, -160, 140));
     for v in vals.into_iter().filter(|v| v.is_finite()) {
@@ -397,17 +395,17 @@ impl Bits for Want {
 
 #[test]
 fn casts_from_f64() {
-    let mut rng = Rng(2);
+    let mut rng = Prng::from_state(2);
     let mut vals: Vec<f64> = EDGE_F64.to_vec();
     vals.extend(near_ties(&mut rng, 20000, -160, 140));
     vals.extend((0..5000).map(|_| f64::from_bits(rng.next_u64())));
-    vals.extend((0..5000).map(|_| rng.range(-(1 << 40), 1 << 40) as f64 / 1024.0));
+    vals.extend((0..5000).map(|_| rng.int(-(1i64 << 40), 1i64 << 40) as f64 / 1024.0));
     report("f64", check_all(&vals, Exact::F));
 }
 
 #[test]
 fn casts_from_f32() {
-    let mut rng = Rng(3);
+    let mut rng = Prng::from_state(3);
     let mut vals: Vec<f32> = EDGE_F64.iter().map(|&v| v as f32).collect();
     vals.extend(
         near_ties(&mut rng, 20000, -150, 130)
@@ -428,7 +426,7 @@ fn casts_from_every_f16_and_bf16() {
 
 #[test]
 fn casts_from_integers_and_bool() {
-    let mut rng = Rng(4);
+    let mut rng = Prng::from_state(4);
     let mut vals: Vec<i64> = EDGE_I64.to_vec();
     for _ in 0..20000 {
         // values with a random top and a bit pattern at or around the bf16/f16/f32 ties
@@ -439,11 +437,7 @@ fn casts_from_integers_and_bool() {
             1 => v | (1 << (width.saturating_sub(9))),
             _ => (v >> 1 << 1) | 1,
         };
-        vals.push(if rng.chance(1, 2) {
-            t
-        } else {
-            t.wrapping_neg()
-        });
+        vals.push(if rng.odds(1, 2) { t } else { t.wrapping_neg() });
     }
     report("i64", check_all(&vals, Exact::I));
     let v32: Vec<i32> = vals

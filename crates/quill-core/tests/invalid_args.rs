@@ -4,14 +4,12 @@
 //! values included. The oracle agrees that each argument is invalid. A few error messages are
 //! checked in full or for the op name and the shapes they must mention.
 
-mod common;
-
-use common::{numel, random_view, Op, Rng, Table};
 use proptest::prelude::*;
 use quill_core::{s, Ellipsis, Error, Layout, NewAxis, SliceArg};
+use quill_test_support::{numel, random_view, Op, Prng, Table};
 
 /// An axis that is out of range for rank `r` (on either side, extremes included).
-fn bad_axis(rng: &mut Rng, r: usize, extra: usize) -> isize {
+fn bad_axis(rng: &mut Prng, r: usize, extra: usize) -> isize {
     let n = (r + extra) as isize;
     match rng.below(4) {
         0 => n + rng.below(3) as isize,
@@ -23,9 +21,9 @@ fn bad_axis(rng: &mut Rng, r: usize, extra: usize) -> isize {
 
 /// A random invalid op for a layout of `shape`, or `None` when this kind has no invalid
 /// arguments for it (e.g. a duplicate axis needs rank >= 1).
-fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
+fn invalid_op(rng: &mut Prng, kind: usize, shape: &[usize]) -> Option<Op> {
     let r = shape.len();
-    let perm = |rng: &mut Rng| -> Vec<isize> {
+    let perm = |rng: &mut Prng| -> Vec<isize> {
         rng.permutation(r)
             .into_iter()
             .map(|a| rng.alias(a, r))
@@ -37,7 +35,7 @@ fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
             let mut p = perm(rng);
             match rng.below(3) {
                 0 => {
-                    if r > 0 && rng.chance(1, 2) {
+                    if r > 0 && rng.odds(1, 2) {
                         p.pop();
                     } else {
                         let a = rng.below(r.max(1));
@@ -62,7 +60,7 @@ fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
             let a = rng.below(r.max(1));
             let good = if r > 0 { rng.alias(a, r) } else { 0 };
             let bad = bad_axis(rng, r, 0);
-            if rng.chance(1, 2) {
+            if rng.odds(1, 2) {
                 Op::Transpose(bad, good)
             } else {
                 Op::Transpose(good, bad)
@@ -71,7 +69,7 @@ fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
         // broadcast_to: a mismatched dim, a lower rank
         2 => {
             let non1: Vec<usize> = (0..r).filter(|&a| shape[a] != 1).collect();
-            if !non1.is_empty() && rng.chance(2, 3) {
+            if !non1.is_empty() && rng.odds(2, 3) {
                 let a = non1[rng.below(non1.len())];
                 let mut t: Vec<usize> = shape.to_vec();
                 t[a] = loop {
@@ -107,7 +105,7 @@ fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
         }
         4 => Op::Unsqueeze(bad_axis(rng, r, 1)),
         5 => {
-            if r > 0 && rng.chance(1, 2) {
+            if r > 0 && rng.odds(1, 2) {
                 let a = rng.below(r);
                 Op::Flip(vec![rng.alias(a, r), rng.alias(a, r)])
             } else {
@@ -150,10 +148,7 @@ fn invalid_op(rng: &mut Rng, kind: usize, shape: &[usize]) -> Option<Op> {
                 }
                 2 if r > 0 => {
                     let at = rng.below(args.len().min(r - 1) + 1);
-                    args.insert(
-                        at,
-                        SliceArg::range(None, Some(rng.range(-3, 3) as isize), 0),
-                    );
+                    args.insert(at, SliceArg::range(None, Some(rng.int(-3, 3) as isize), 0));
                     args.truncate(r);
                 }
                 _ => {
@@ -171,7 +166,7 @@ proptest! {
 
     #[test]
     fn invalid_view_arguments_are_errors(seed in any::<u64>(), kinds in proptest::collection::vec(0usize..8, 1..8)) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let rank = rng.below(6);
         let shape = rng.shape(rank, 1024);
         let (l, _) = random_view(&mut rng, &shape);
@@ -204,7 +199,7 @@ proptest! {
     /// refusal is an error, not a wrapped count.
     #[test]
     fn overflowing_shapes_are_errors(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let big = match rng.below(4) {
             0 => usize::MAX,
             1 => isize::MAX as usize,
@@ -212,7 +207,7 @@ proptest! {
             _ => (1 << 62) + rng.below(5),
         };
         let mut shape = vec![big, 1 << (32 + rng.below(30))];
-        if rng.chance(1, 2) {
+        if rng.odds(1, 2) {
             shape.push(0);
         }
         rng.shuffle(&mut shape);
@@ -230,13 +225,13 @@ proptest! {
     /// `as_strided` rejects every layout that reaches outside the buffer or below offset 0.
     #[test]
     fn as_strided_checks_the_reach(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let rank = 1 + rng.below(4);
         let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(4)).collect();
-        let strides: Vec<isize> = (0..rank).map(|_| rng.range(-5, 5) as isize).collect();
+        let strides: Vec<isize> = (0..rank).map(|_| rng.int(-5, 5) as isize).collect();
         let offset = rng.below(40);
         // the true reach, by enumeration
-        let t = common::all_indices(&shape);
+        let t = quill_test_support::all_indices(&shape);
         let reach: Vec<i64> = t.iter().map(|i| offset as i64 + i.iter().zip(&strides).map(|(&a, &s)| a as i64 * s as i64).sum::<i64>()).collect();
         let (lo, hi) = (*reach.iter().min().unwrap(), *reach.iter().max().unwrap());
         for len in 0..(hi.max(0) as usize + 3) {

@@ -1,15 +1,13 @@
 //! Every view op of `Layout`, exhaustively over small fixed cases, against the view oracle (an
-//! explicit table of flat offsets transformed naively, see `common`): permute, transpose,
+//! explicit table of flat offsets transformed naively, see quill-test-support): permute, transpose,
 //! broadcast_to, squeeze/unsqueeze, flip, reshape (including the no-copy rule: a refusal must mean
 //! no strided layout exists) and NumPy slicing. The starting layouts include a non-zero offset
 //! (`as_strided`), negative and zero strides, rank 0 and size-0 arrays. Python's slice semantics
 //! and a few NumPy results are checked against outputs recorded from real Python/NumPy.
 
-mod common;
-
-use common::{check_invariants, py_slice_positions, step, table_of, Op, Table};
 use quill_core::slice::resolve_range;
 use quill_core::{s, Ellipsis, Layout, NewAxis, SliceArg};
+use quill_test_support::{check_invariants, py_slice_positions, step, table_of, Op, Table};
 
 /// (name, shape, strides, offset, buffer length)
 type Raw = (&'static str, Vec<usize>, Vec<isize>, usize, usize);
@@ -236,7 +234,7 @@ fn reshape_is_a_view_exactly_when_a_strided_layout_exists() {
                     if src.is_contiguous() {
                         assert!(
                             src.reshape(&spec).is_ok()
-                                || common::infer_shape(src.numel(), &spec).is_none()
+                                || quill_test_support::infer_shape(src.numel(), &spec).is_none()
                         );
                     }
                 }

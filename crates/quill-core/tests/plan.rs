@@ -5,11 +5,9 @@
 //! Also the fixed cases: contiguous rank 5 -> one dim, permuted -> not, size 0 -> `[0]`, rank 0
 //! -> `[]`, and the 32-bit index check at its exact boundary (layouts over huge buffers, no data).
 
-mod common;
-
-use common::{all_indices, numel, random_view, Rng};
 use proptest::prelude::*;
 use quill_core::{Layout, LoopPlan};
+use quill_test_support::{all_indices, numel, random_view, Prng};
 
 /// The offsets of operand `k` walking `plan.shape` in C order with the plan's strides, computed
 /// from multi-indices (not with `offset_of`).
@@ -136,20 +134,20 @@ fn check_normalize(plan: &LoopPlan, layouts: &[&Layout]) {
 
 /// A random target shape and 1 to 3 realistic views broadcast to it (each operand's own shape
 /// keeps, drops or squashes to 1 the target's dims).
-fn random_operands(rng: &mut Rng) -> Vec<Layout> {
+fn random_operands(rng: &mut Prng) -> Vec<Layout> {
     let rank = rng.below(7);
     let target = rng.shape(rank, 2048);
     let n_ops = 1 + rng.below(3);
     (0..n_ops)
         .map(|_| {
-            let drop = if rng.chance(1, 3) {
+            let drop = if rng.odds(1, 3) {
                 rng.below(rank + 1)
             } else {
                 0
             };
             let own: Vec<usize> = target[drop..]
                 .iter()
-                .map(|&d| if rng.chance(1, 5) { 1 } else { d })
+                .map(|&d| if rng.odds(1, 5) { 1 } else { d })
                 .collect();
             let (l, _) = random_view(rng, &own);
             l.broadcast_to(&target).unwrap()
@@ -162,7 +160,7 @@ proptest! {
 
     #[test]
     fn plans_preserve_offsets_and_normalize_keeps_pairs(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let ops = random_operands(&mut rng);
         let refs: Vec<&Layout> = ops.iter().collect();
         let plan = check_plan(&refs);
@@ -172,11 +170,11 @@ proptest! {
     /// Raw strided operands, overlapping and negative strides included.
     #[test]
     fn plans_of_raw_strided_layouts(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let rank = rng.below(6);
         let shape = rng.shape(rank, 1024);
         let ops: Vec<Layout> = (0..1 + rng.below(3)).map(|_| {
-            let strides: Vec<isize> = (0..rank).map(|_| rng.range(-6, 6) as isize).collect();
+            let strides: Vec<isize> = (0..rank).map(|_| rng.int(-6, 6) as isize).collect();
             Layout::as_strided(&shape, &strides, 64 * 6, 64 * 13).unwrap()
         }).collect();
         let refs: Vec<&Layout> = ops.iter().collect();

@@ -3,10 +3,8 @@
 //! of every integer type, variables and expressions), and the built expressions select what
 //! Python selects (checked against the slice oracle).
 
-mod common;
-
-use common::{py_slice_positions, Table};
 use quill_core::{s, Ellipsis, Layout, NewAxis, SliceArg};
+use quill_test_support::{py_slice_positions, Table};
 
 fn r(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
     SliceArg::Range { start, stop, step }

@@ -1,23 +1,22 @@
 //! Property tests over random chains of view ops (rank 0 up to 8, size-0 and size-1 dims, at most
 //! 4096 elements): permute, transpose, broadcast_to, squeeze/unsqueeze, flip, slicing with random
 //! bounds and steps (negative, clamped, huge), integer indices, new axes, ellipsis, and reshape to
-//! random factorisations with `-1`. Every step is compared with the view oracle (`common::step`,
-//! which also checks that a refused reshape really has no strided view), and every layout is
-//! checked for the invariants: offsets inside the buffer, `is_contiguous` iff the offsets are
-//! consecutive, `offset_bounds` = (min, max), `is_non_overlapping` implies distinct offsets.
+//! random factorisations with `-1`. Every step is compared with the view oracle
+//! (`quill_test_support::step`, which also checks that a refused reshape really has no strided
+//! view), and every layout is checked for the invariants: offsets inside the buffer,
+//! `is_contiguous` iff the offsets are consecutive, `offset_bounds` = (min, max),
+//! `is_non_overlapping` implies distinct offsets.
 
-mod common;
-
-use common::{check_invariants, numel, step, table_of, Op, Rng, Table};
 use proptest::prelude::*;
 use quill_core::{Error, Layout, SliceArg};
+use quill_test_support::{check_invariants, numel, step, table_of, Op, Prng, Table};
 
 const MAX_RANK: usize = 8;
 const MAX_NUMEL: usize = 4096;
 
 /// A random starting layout and its oracle table: contiguous, contiguous at an offset, or raw
 /// `as_strided` parts (any signs, zero strides, gaps) placed inside a buffer with slack.
-fn random_start(rng: &mut Rng) -> (Layout, Table, usize) {
+fn random_start(rng: &mut Prng) -> (Layout, Table, usize) {
     let rank = rng.below(6);
     let shape = rng.shape(rank, 1024);
     match rng.below(3) {
@@ -37,7 +36,7 @@ fn random_start(rng: &mut Rng) -> (Layout, Table, usize) {
             )
         }
         _ => {
-            let strides: Vec<isize> = (0..rank).map(|_| rng.range(-7, 7) as isize).collect();
+            let strides: Vec<isize> = (0..rank).map(|_| rng.int(-7, 7) as isize).collect();
             // Place the lowest reachable offset at `slack`.
             let mut lo: i64 = 0;
             let mut hi: i64 = 0;
@@ -65,10 +64,10 @@ fn random_start(rng: &mut Rng) -> (Layout, Table, usize) {
 /// A random valid op for a layout of `shape` (occasionally one the oracle rejects, e.g. a reshape
 /// with a bad size, which must then be rejected by the code too). `None` when the kind does not
 /// apply (it would exceed the rank or size limits).
-fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
+fn random_op(rng: &mut Prng, kind: u8, shape: &[usize]) -> Option<Op> {
     let r = shape.len();
     let n = numel(shape);
-    let axes = |rng: &mut Rng, list: Vec<usize>| -> Vec<isize> {
+    let axes = |rng: &mut Prng, list: Vec<usize>| -> Vec<isize> {
         let mut list = list;
         rng.shuffle(&mut list);
         list.into_iter().map(|a| rng.alias(a, r)).collect()
@@ -78,8 +77,8 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
             let p = rng.permutation(r);
             let mut a = axes(rng, p);
             // now and then drop or repeat an axis, so the wrong-argument path runs too
-            if rng.chance(1, 16) {
-                if r > 1 && rng.chance(1, 2) {
+            if rng.odds(1, 16) {
+                if r > 1 && rng.odds(1, 2) {
                     a[0] = a[1];
                 } else if r > 0 {
                     a.pop();
@@ -100,7 +99,7 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
             let lead = rng.below((MAX_RANK - r).min(2) + 1);
             let mut t: Vec<usize> = (0..lead).map(|_| rng.dim()).collect();
             t.extend(shape.iter().map(|&d| {
-                if d == 1 && rng.chance(1, 2) {
+                if d == 1 && rng.odds(1, 2) {
                     rng.dim()
                 } else {
                     d
@@ -113,7 +112,7 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
         }
         3 => {
             let ones: Vec<usize> = (0..r)
-                .filter(|&a| shape[a] == 1 && rng.chance(1, 2))
+                .filter(|&a| shape[a] == 1 && rng.odds(1, 2))
                 .collect();
             Op::Squeeze(axes(rng, ones))
         }
@@ -126,7 +125,7 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
             Op::Unsqueeze(rng.alias(a, r + 1))
         }
         6 => {
-            let sub: Vec<usize> = (0..r).filter(|_| rng.chance(1, 2)).collect();
+            let sub: Vec<usize> = (0..r).filter(|_| rng.odds(1, 2)).collect();
             Op::Flip(axes(rng, sub))
         }
         7 | 8 => Op::Slice(random_slice(rng, shape)?),
@@ -138,14 +137,14 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
             }
             let a = cands[rng.below(cands.len())];
             let i = rng.below(shape[a]) as isize;
-            let i = if rng.chance(1, 2) {
+            let i = if rng.odds(1, 2) {
                 i
             } else {
                 i - shape[a] as isize
             };
             let mut args = vec![SliceArg::FULL; a];
             args.push(SliceArg::Index(i));
-            if rng.chance(1, 2) {
+            if rng.odds(1, 2) {
                 args = vec![SliceArg::Ellipsis, SliceArg::Index(i)];
                 args.extend(vec![SliceArg::FULL; r - a - 1]);
             }
@@ -154,7 +153,7 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
         10 | 11 => Op::Reshape(random_reshape(rng, n)?),
         _ => {
             // a flatten, or a reshape with a deliberately wrong element count
-            if rng.chance(3, 4) {
+            if rng.odds(3, 4) {
                 Op::Reshape(vec![-1])
             } else {
                 Op::Reshape(vec![n as isize + 1 + rng.below(3) as isize])
@@ -163,34 +162,34 @@ fn random_op(rng: &mut Rng, kind: u8, shape: &[usize]) -> Option<Op> {
     })
 }
 
-fn random_bound(rng: &mut Rng, n: usize) -> Option<isize> {
+fn random_bound(rng: &mut Prng, n: usize) -> Option<isize> {
     let n = n as i64;
     match rng.below(12) {
         0..=5 => None,
-        6 => Some(if rng.chance(1, 2) {
+        6 => Some(if rng.odds(1, 2) {
             isize::MAX
         } else {
             isize::MIN
         }),
-        _ => Some(rng.range(-n - 3, n + 3) as isize),
+        _ => Some(rng.int(-n - 3, n + 3) as isize),
     }
 }
 
 /// A random NumPy index expression for `shape` that stays within the rank limit.
-fn random_slice(rng: &mut Rng, shape: &[usize]) -> Option<Vec<SliceArg>> {
+fn random_slice(rng: &mut Prng, shape: &[usize]) -> Option<Vec<SliceArg>> {
     let r = shape.len();
     let consumed = rng.below(r + 1);
     let mut args = Vec::new();
     let mut out_rank = 0;
     let mut new_axes = 0;
     for &n in &shape[..consumed] {
-        while out_rank + new_axes < MAX_RANK && rng.chance(1, 6) {
+        while out_rank + new_axes < MAX_RANK && rng.odds(1, 6) {
             args.push(SliceArg::NewAxis);
             new_axes += 1;
         }
-        if n > 0 && rng.chance(1, 5) {
+        if n > 0 && rng.odds(1, 5) {
             let i = rng.below(n) as isize;
-            args.push(SliceArg::Index(if rng.chance(1, 2) {
+            args.push(SliceArg::Index(if rng.odds(1, 2) {
                 i
             } else {
                 i - n as isize
@@ -201,7 +200,7 @@ fn random_slice(rng: &mut Rng, shape: &[usize]) -> Option<Vec<SliceArg>> {
                 1 => isize::MIN,
                 k => [1, 1, 1, 2, 3, 5, -1, -1, -2, -3][k - 2],
             };
-            if rng.chance(1, 2) {
+            if rng.odds(1, 2) {
                 args.push(SliceArg::range(None, None, step));
             } else {
                 args.push(SliceArg::range(
@@ -218,7 +217,7 @@ fn random_slice(rng: &mut Rng, shape: &[usize]) -> Option<Vec<SliceArg>> {
     if out_rank + new_axes > MAX_RANK {
         return None;
     }
-    if rng.chance(1, 3) {
+    if rng.odds(1, 3) {
         let at = rng.below(args.len() + 1);
         args.insert(at, SliceArg::Ellipsis);
     }
@@ -227,7 +226,7 @@ fn random_slice(rng: &mut Rng, shape: &[usize]) -> Option<Vec<SliceArg>> {
 
 /// A random shape spec with `numel` elements: a random factorisation (with size-1 dims, and a
 /// zero dim for an empty array), sometimes with one dim replaced by -1.
-fn random_reshape(rng: &mut Rng, numel: usize) -> Option<Vec<isize>> {
+fn random_reshape(rng: &mut Prng, numel: usize) -> Option<Vec<isize>> {
     let rank = rng.below(7);
     let mut dims = vec![1usize; rank];
     if numel == 0 {
@@ -254,14 +253,14 @@ fn random_reshape(rng: &mut Rng, numel: usize) -> Option<Vec<isize>> {
         }
     }
     let mut spec: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
-    if rng.chance(1, 3) {
+    if rng.odds(1, 3) {
         spec[rng.below(rank)] = -1;
     }
     Some(spec)
 }
 
 fn run_chain(seed: u64, kinds: &[(u8, u64)]) -> (usize, usize) {
-    let mut rng = Rng(seed);
+    let mut rng = Prng::from_state(seed);
     let (mut l, mut t, len) = random_start(&mut rng);
     check_invariants(&l, len);
     let (mut applied, mut refused_reshapes) = (0, 0);
@@ -270,7 +269,7 @@ fn run_chain(seed: u64, kinds: &[(u8, u64)]) -> (usize, usize) {
     // `is_non_overlapping` must see that.
     let mut dense = l.is_contiguous();
     for &(kind, s) in kinds {
-        let mut rng = Rng(s);
+        let mut rng = Prng::from_state(s);
         let Some(op) = random_op(&mut rng, kind, l.shape()) else {
             continue;
         };
@@ -326,7 +325,7 @@ proptest! {
     /// exactly when the oracle finds strides that reproduce the offsets.
     #[test]
     fn reshape_of_raw_layouts_is_a_view_iff_strides_exist(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let (l, t, len) = random_start(&mut rng);
         for _ in 0..8 {
             if let Some(spec) = random_reshape(&mut rng, l.numel()) {
@@ -350,7 +349,7 @@ fn generators_cover_the_interesting_cases() {
     let mut ranks = [0usize; MAX_RANK + 1];
     let mut empty = 0;
     for seed in 0..300u64 {
-        let mut rng = Rng(seed.wrapping_mul(7919));
+        let mut rng = Prng::from_state(seed.wrapping_mul(7919));
         let kinds: Vec<(u8, u64)> = (0..12)
             .map(|_| (rng.below(13) as u8, rng.next_u64()))
             .collect();
@@ -358,10 +357,10 @@ fn generators_cover_the_interesting_cases() {
         applied += a;
         refused += r;
         // replay to record the final ranks reached
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let (mut l, _, _) = random_start(&mut rng);
         for &(kind, s) in &kinds {
-            let mut rng = Rng(s);
+            let mut rng = Prng::from_state(s);
             if let Some(op) = random_op(&mut rng, kind, l.shape()) {
                 if let Ok(l2) = op.on_layout(&l) {
                     l = l2;

@@ -1,13 +1,19 @@
-//! quill-cpu: CPU storage and kernels. Today: the strided copy family (compact, setitem, fill,
-//! cast), threaded with rayon, with cache-tiled and SIMD paths chosen at run time, over a
-//! size-class buffer pool.
+//! quill-cpu: the CPU backend. `CpuStorage` (one typed buffer, from a size-class pool) and
+//! its kernels: the strided copy family (compact, setitem, fill, cast), elementwise, reductions,
+//! matmul, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
+//! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
+//! quill-core's `Backend` trait.
 
+mod backend;
 pub mod buf;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
 pub mod fill;
+pub mod index;
 pub mod matmul;
+pub mod optim;
+pub mod order;
 pub mod par;
 pub mod pool;
 pub mod reduce;

@@ -5,6 +5,7 @@
 //! panics) when they are missing.
 
 pub mod alloc;
+mod backend;
 pub mod blas;
 pub mod device;
 pub mod kernels;

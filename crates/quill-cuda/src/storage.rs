@@ -44,6 +44,12 @@ impl CudaStorage {
         })
     }
 
+    /// `len` elements on GPU `ordinal` whose every element the caller overwrites (a join's
+    /// output, say): memory from the caching allocator, not cleared.
+    pub fn for_overwrite(ordinal: usize, len: usize, dtype: DType) -> Result<CudaStorage> {
+        CudaStorage::uninit(&device(ordinal)?, len, dtype)
+    }
+
     /// A copy of `bytes` (the little-endian elements of a host buffer) on GPU `ordinal`.
     pub fn from_host_bytes(ordinal: usize, bytes: &[u8], dtype: DType) -> Result<CudaStorage> {
         let size = dtype.size_in_bytes();

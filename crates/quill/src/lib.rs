@@ -1,6 +1,7 @@
-//! quill: a strided N-dimensional array with zero-copy views, on the CPU (CUDA to come), and the
-//! deep-learning stack built on it. This crate is what users import; it re-exports the pieces of
-//! `quill-core` they need.
+//! quill: a strided N-dimensional array with zero-copy views on the CPU and CUDA GPUs, and the
+//! deep-learning stack built on it (autograd, nn, optim, data, io). This crate is what users
+//! import; it re-exports the array layer (`quill-array`) and the pieces of `quill-core` they
+//! need. It reaches arrays only through `NDArray`'s public API.
 //!
 //! ```
 //! use quill::{s, DType, NDArray};
@@ -14,30 +15,14 @@
 //! ```
 
 pub mod data;
-pub mod device;
 pub mod io;
-pub mod ndarray;
 pub mod nn;
 pub mod optim;
 pub mod tensor;
 
-pub use device::Device;
-
-/// The CUDA backend's device-wide controls: memory statistics (`memory_allocated`,
-/// `max_memory_allocated`, `memory_stats`), `empty_cache`, `device_count`.
 #[cfg(feature = "cuda")]
-pub mod cuda {
-    pub use quill_cuda::{
-        device_count, empty_cache, is_available, max_memory_allocated, memory_allocated,
-        memory_stats, MemoryStats,
-    };
-
-    /// Waits until every queued kernel and copy on GPU `ordinal` has finished (for timing).
-    pub fn synchronize(ordinal: usize) -> quill_core::Result<()> {
-        quill_cuda::device(ordinal)?.synchronize()
-    }
-}
-pub use ndarray::{NDArray, Pinned};
+pub use quill_array::cuda;
+pub use quill_array::{device, ndarray, Device, NDArray, Pinned};
 pub use quill_core::{
     bf16, f16, s, BinaryOp, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp, Result,
     Scalar, SliceArg, UnaryOp,

@@ -8,11 +8,9 @@
 //! temporary first). Errors: writing into a broadcast view (ReadOnlyView), shape mismatch naming
 //! both shapes, bad indices; a failed write leaves the buffer untouched.
 
-mod common;
-
-use common::*;
 use proptest::prelude::*;
 use quill::{s, CpuElement, DType, Element, Error, NDArray, NewAxis, Scalar, SliceArg};
+use quill_test_support::*;
 
 /// A shape that broadcasts to `dst`: a suffix of it with some dims set to 1, maybe with extra
 /// leading 1s removed or (rarely) the full rank kept.
@@ -32,7 +30,7 @@ fn broadcastable_shape(rng: &mut Prng, dst: &[usize]) -> Vec<usize> {
 /// broadcasting maps onto it.
 fn broadcast_index(src_shape: &[usize], dst_shape: &[usize]) -> Vec<usize> {
     let mut t = Table::contiguous(src_shape);
-    t = t.broadcast_to(dst_shape);
+    t = t.broadcast_to(dst_shape).expect("broadcastable");
     t.vals
 }
 
@@ -235,7 +233,9 @@ fn run_set<T: CpuElement>(seed: u64, scalar: bool) {
     let init: Vec<T> = random_values(&mut rng, numel(&shape));
     let base = NDArray::from_vec(init.clone(), &shape).unwrap();
     let args = Chain::new(base.clone(), true).random_slice_args(&mut rng);
-    let dst_table = Table::contiguous(&shape).slice(&args);
+    let dst_table = Table::contiguous(&shape)
+        .slice(&args)
+        .expect("valid slice args");
     let ctx = format!("set {args:?} on {shape:?}");
     let mut mirror = init.clone();
     if scalar {

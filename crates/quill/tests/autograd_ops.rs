@@ -4,11 +4,9 @@
 // `&[x.clone()]` keeps one-input cases shaped like the multi-input ones.
 #![allow(clippy::cloned_ref_to_slice_refs)]
 
-mod common;
-
-use common::{strided_from, Prng};
 use quill::tensor::{gradcheck, GradcheckOptions, Tensor};
 use quill::{s, BinaryOp, NDArray, Result, UnaryOp};
+use quill_test_support::{strided_from, Prng};
 
 /// A leaf requiring grad with values uniform in `[lo, hi)` and a random strided layout.
 fn input(rng: &mut Prng, shape: &[usize], lo: f64, hi: f64) -> Tensor {

@@ -2,16 +2,14 @@
 //! size-0 and size-1 dims, permute / transpose, stepped and negative-step slices, integer
 //! indices, NewAxis, Ellipsis, broadcast (stride 0), flip, reshape (view or copy), squeeze /
 //! unsqueeze and `as_strided` with an offset (overlapping strides included). The reference is
-//! the table oracle of `common` (every view op done naively on the C-order list of element ids),
+//! the table oracle of quill-test-support (every view op done naively on the list of element ids),
 //! which also checks each result layout through naive offsets. Also checked: `compact()` shares
 //! storage exactly when the view is contiguous (contiguity itself checked against the offsets)
 //! and always returns a contiguous array.
 
-mod common;
-
-use common::*;
 use proptest::prelude::*;
 use quill::{s, CpuElement, DType, NDArray, SliceArg};
+use quill_test_support::*;
 
 /// Checks every read path of the chain's array against the oracle.
 fn check_reads<T: CpuElement>(ch: &Chain) {
@@ -266,7 +264,7 @@ fn run_medium<T: CpuElement>(seed: u64) {
         })
         .collect();
     v = v.slice(&args).unwrap();
-    t = t.slice(&args);
+    t = t.slice(&args).expect("valid slice args");
     let want: Vec<T> = t.vals.iter().map(|&i| from_id::<T>(i)).collect();
     let ctx = format!("medium {shape:?} perm {perm:?} args {args:?}");
     assert_eq!(

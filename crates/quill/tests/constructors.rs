@@ -6,10 +6,8 @@
 //! constructors on integer dtypes as errors, shapes whose size overflows as errors instead of
 //! panics, and `item()` with its error.
 
-mod common;
-
-use common::*;
 use quill::{DType, Element, Error, NDArray, Scalar};
+use quill_test_support::*;
 
 #[test]
 fn from_vec_checks_the_length_and_keeps_c_order() {
@@ -48,7 +46,7 @@ fn from_vec_checks_the_length_and_keeps_c_order() {
 fn zeros_ones_full_for_every_dtype() {
     let shape = [3usize, 0, 2];
     for d in ALL_DTYPES {
-        crate::with_dtype!(d, T => {
+        quill_test_support::with_dtype!(d, T => {
             for sh in [&[2usize, 3, 4][..], &[], &shape, &[1]] {
                 let n = numel(sh);
                 let z = NDArray::zeros(sh, d).unwrap();
@@ -117,7 +115,7 @@ fn arange_matches_a_naive_loop() {
     for (start, stop, step) in cases {
         let want = naive_arange(start, stop, step);
         for d in [DType::F64, DType::F32, DType::I64, DType::I32] {
-            crate::with_dtype!(d, T => {
+            quill_test_support::with_dtype!(d, T => {
                 let a = NDArray::arange(start, stop, step, d).unwrap();
                 assert_eq!(a.shape(), &[want.len()], "arange({start}, {stop}, {step}) {d}");
                 let w: Vec<T> = want.iter().map(|&x| T::from_f64(x)).collect();
@@ -197,7 +195,7 @@ fn eye_matches_a_naive_definition() {
     ] {
         for k in [-6isize, -3, -1, 0, 1, 2, 4, 7, isize::MIN, isize::MAX] {
             for d in [DType::F32, DType::I64, DType::Bool] {
-                crate::with_dtype!(d, T => {
+                quill_test_support::with_dtype!(d, T => {
                     let e = NDArray::eye(n, m, k, d).unwrap();
                     assert_eq!(e.shape(), &[n, m]);
                     let want: Vec<T> = (0..n * m)

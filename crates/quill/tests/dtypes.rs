@@ -5,10 +5,8 @@
 //! `Element::cast` applied naively. The source values include NaN, +-inf, -0.0, values just
 //! inside and outside every integer range, and large and negative numbers.
 
-mod common;
-
-use common::*;
 use quill::{s, CpuElement, DType, Element, NDArray, Scalar};
+use quill_test_support::*;
 
 /// Special values of `T`: built from float and integer specials through `T::from_scalar`
 /// (exact where `T` can hold them), padded to 48 elements.
@@ -116,7 +114,7 @@ fn astype_all_targets<S: CpuElement>(seed: u64) {
     for (src, vals, ctx) in &views {
         assert!(!src.is_contiguous() || src.ndim() == 1, "{ctx}");
         for d in ALL_DTYPES {
-            crate::with_dtype!(d, D => check_astype_pair::<S, D>(src, vals, ctx));
+            quill_test_support::with_dtype!(d, D => check_astype_pair::<S, D>(src, vals, ctx));
         }
     }
 }
@@ -124,14 +122,14 @@ fn astype_all_targets<S: CpuElement>(seed: u64) {
 #[test]
 fn astype_between_all_64_pairs_matches_elementwise_cast() {
     for (k, s) in ALL_DTYPES.iter().enumerate() {
-        crate::with_dtype!(*s, S => astype_all_targets::<S>(k as u64 + 1));
+        quill_test_support::with_dtype!(*s, S => astype_all_targets::<S>(k as u64 + 1));
     }
 }
 
 #[test]
 fn astype_to_the_same_dtype_is_a_copy() {
     for d in ALL_DTYPES {
-        crate::with_dtype!(d, T => {
+        quill_test_support::with_dtype!(d, T => {
             let vals = specials::<T>();
             let a = NDArray::from_vec(vals.clone(), &[48]).unwrap();
             let c = a.astype(d);
@@ -226,7 +224,7 @@ fn compact_assign_fill<T: CpuElement>(seed: u64) {
 #[test]
 fn compact_assign_and_fill_for_every_dtype() {
     for (k, d) in ALL_DTYPES.iter().enumerate() {
-        crate::with_dtype!(*d, T => compact_assign_fill::<T>(100 + k as u64));
+        quill_test_support::with_dtype!(*d, T => compact_assign_fill::<T>(100 + k as u64));
     }
 }
 
@@ -235,7 +233,7 @@ fn assign_casts_from_every_dtype_into_every_dtype() {
     // A transposed source of one dtype into a reversed view of another, per element.
     for s in ALL_DTYPES {
         for d in ALL_DTYPES {
-            crate::with_dtype!(s, S => crate::with_dtype!(d, D => {
+            quill_test_support::with_dtype!(s, S => quill_test_support::with_dtype!(d, D => {
                 let vals = specials::<S>();
                 let src = NDArray::from_vec(vals.clone(), &[8, 6])
                     .unwrap()
@@ -258,7 +256,7 @@ fn assign_casts_from_every_dtype_into_every_dtype() {
 #[test]
 fn item_reads_one_element_with_a_cast() {
     for d in ALL_DTYPES {
-        crate::with_dtype!(d, T => {
+        quill_test_support::with_dtype!(d, T => {
             let vals = specials::<T>();
             let a = NDArray::from_vec(vals.clone(), &[6, 8]).unwrap();
             for (i, j) in [(0usize, 0usize), (2, 7), (5, 3)] {

@@ -4,10 +4,8 @@
 //! (stride 0) operands, size-0 and size-1 dims, every dtype pair; plus promotion, weak scalars,
 //! special values, in-place forms, operators, `where_` and `clip`.
 
-mod common;
-
-use common::{naive_offsets, random_shape, strided_from, Prng};
 use quill::{s, BinaryOp, DType, Element, NDArray, Scalar, UnaryOp};
+use quill_test_support::{naive_offsets, random_shape, strided_from, Prng};
 
 /// Test values of `dtype` as f64: small integers for integer types (so that wrapping never
 /// differs from the reference), a spread of floats with specials for float types.

@@ -4,10 +4,8 @@
 //! array flattened with -1) errs with ReshapeNeedsCopy while `reshape()` of the same request
 //! copies and gets the elements right; and an error leaves the array usable and unchanged.
 
-mod common;
-
-use common::*;
 use quill::{s, DType, Error, NDArray, SliceArg};
+use quill_test_support::*;
 
 /// Asserts that `msg` contains each of `parts`.
 #[track_caller]

@@ -4,10 +4,8 @@
 //! many layouts (contiguous, random strided with gaps / reversal / offset, negative-step slices,
 //! permuted, broadcast stride 0), ranks 0 to 5 with size-0 dims, every dtype; then each error.
 
-mod common;
-
-use common::{numel, ravel, strided_from, unravel, Prng, ALL_DTYPES};
 use quill::{s, DType, Element, Error, NDArray};
+use quill_test_support::{numel, ravel, strided_from, unravel, with_dtype, Prng, ALL_DTYPES};
 
 const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::I64, DType::U8];
 
@@ -467,7 +465,7 @@ fn gather_every_dtype_exact() {
         let got = a.gather(1, &idx).unwrap();
         with_dtype!(a.dtype(), T => {
             let v = a.to_vec::<T>().unwrap();
-            common::assert_same(&got.to_vec::<T>().unwrap(), &[v[2], v[0], v[2], v[1]], "exact");
+            quill_test_support::assert_same(&got.to_vec::<T>().unwrap(), &[v[2], v[0], v[2], v[1]], "exact");
         });
     };
     check(NDArray::from_vec(vec![f32::NAN, -0.0, 1e30], &[1, 3]).unwrap());

@@ -8,10 +8,8 @@
 //! (`as_strided` [300, 300] strides [1, 1]) is only required not to panic and to leave at every
 //! written location one of the values written there.
 
-mod common;
-
-use common::*;
 use quill::{s, CpuElement, DType, Element, NDArray};
+use quill_test_support::*;
 use std::collections::HashMap;
 
 /// `n` values of `T`: the element ids where the dtype holds them exactly, pseudo-random otherwise.
@@ -320,7 +318,7 @@ fn fill_of_large_permuted_and_stepped_views() {
     let shape = [64usize, 128, 96];
     let n = numel(&shape);
     for d in [DType::F32, DType::U8, DType::F64, DType::Bool] {
-        crate::with_dtype!(d, T => {
+        quill_test_support::with_dtype!(d, T => {
             let init = data::<T>(31, n);
             let base = NDArray::from_vec(init.clone(), &shape).unwrap();
             let mut mirror = init.clone();

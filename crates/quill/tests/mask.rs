@@ -1,10 +1,8 @@
 //! Boolean-mask indexing (`select_mask`, `assign_mask`) on strided inputs against a naive
 //! C-order reference.
 
-mod common;
-
-use common::{numel, random_shape, strided_from, Prng};
 use quill::{DType, NDArray};
+use quill_test_support::{numel, random_shape, strided_from, Prng};
 
 #[test]
 fn select_and_assign_follow_the_leading_dims_rule() {

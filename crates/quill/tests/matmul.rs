@@ -3,11 +3,9 @@
 //! tiles of every micro-kernel, deep and wide products (several cache blocks), 1-D operands,
 //! batch broadcasting, operands of any strides, empty dims, every dtype, and the errors.
 
-mod common;
-
-use common::Prng;
 use quill::{s, DType, NDArray};
 use quill_cpu::matmul::{with_kernel, Kernel};
+use quill_test_support::Prng;
 
 // ------------------------------------------------------------------------------------------
 // The reference
@@ -41,12 +39,12 @@ fn reference<A: Copy>(
     let batch: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
     let mut out = Vec::new();
     for bi in 0..batch.iter().product::<usize>() {
-        let idx = common::unravel(&batch, bi);
+        let idx = quill_test_support::unravel(&batch, bi);
         let ia: Vec<usize> = idx.iter().zip(&pa).map(|(&i, &d)| i % d).collect();
         let ib: Vec<usize> = idx.iter().zip(&pb).map(|(&i, &d)| i % d).collect();
         let (oa, ob) = (
-            common::ravel(&pa, &ia) * m * k,
-            common::ravel(&pb, &ib) * k * n,
+            quill_test_support::ravel(&pa, &ia) * m * k,
+            quill_test_support::ravel(&pb, &ib) * k * n,
         );
         for i in 0..m {
             for j in 0..n {
@@ -420,7 +418,7 @@ fn empty_dims() {
 #[test]
 fn every_dtype() {
     let mut rng = Prng::new(9);
-    for dt in common::ALL_DTYPES {
+    for dt in quill_test_support::ALL_DTYPES {
         let (a, b) = (rand(&mut rng, &[17, 65], dt), rand(&mut rng, &[65, 33], dt));
         check(&a, &b, &format!("{dt}"));
         let at = rand(&mut rng, &[65, 17], dt).transpose(0, 1).unwrap();

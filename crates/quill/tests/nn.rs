@@ -3,9 +3,6 @@
 //! momentum 0.1 and unbiased variance, label smoothing, init bounds and fans), hand-derived
 //! values, and `gradcheck` (central differences in f64) through the modules themselves.
 
-mod common;
-
-use common::Prng;
 use quill::nn::functional::{
     binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss, Reduction,
 };
@@ -15,6 +12,7 @@ use quill::nn::{
 };
 use quill::tensor::{gradcheck, no_grad, GradcheckOptions, Tensor};
 use quill::{s, DType, Error, NDArray, Result};
+use quill_test_support::Prng;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -3,11 +3,9 @@
 //! strided inputs), `NDArray::dropout_mask` (values, rate, independence of the thread count,
 //! errors), and `in_pool`.
 
-mod common;
-
-use common::Prng;
 use quill::tensor::{grad, gradcheck, set_grad_enabled, BackwardOptions, GradcheckOptions, Tensor};
 use quill::{s, DType, NDArray, Result};
+use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
     t.astype(DType::F64).to_vec::<f64>().unwrap()

@@ -5,10 +5,8 @@
 //! reuse; `empty_cache` releases what it holds. The pool is process-global, so this file is its
 //! own test binary with a single test: nothing else runs concurrently and the counts are exact.
 
-mod common;
-
-use common::*;
 use quill::{buffer_pool_stats, empty_cache, set_buffer_pool, DType, NDArray};
+use quill_test_support::*;
 
 #[test]
 fn buffer_pool_reuses_dropped_buffers() {

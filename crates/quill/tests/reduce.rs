@@ -4,10 +4,10 @@
 //! strided layouts, empty, rank 0 to 8, every dtype; plus special values, dtype rules, errors,
 //! and the accuracy of long f32 sums.
 
-mod common;
-
-use common::{random_shape, random_values, strided_from, unravel, Prng, ALL_DTYPES};
 use quill::{s, DType, Element, Error, NDArray, Scalar};
+use quill_test_support::{
+    random_shape, random_values, strided_from, unravel, with_dtype, Prng, ALL_DTYPES,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {

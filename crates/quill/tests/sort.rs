@@ -2,10 +2,8 @@
 //! permuted, gapped, offset; size-0 and size-1 dims; rank 1 to 6) against naive per-lane
 //! references written here on C-order value lists.
 
-mod common;
-
-use common::{numel, random_shape, ravel, strided_from, unravel, Prng};
 use quill::{DType, NDArray};
+use quill_test_support::{numel, random_shape, ravel, strided_from, unravel, Prng};
 
 /// Values with duplicates and NaNs.
 fn values(rng: &mut Prng, n: usize) -> Vec<f64> {

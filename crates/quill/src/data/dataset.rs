@@ -96,24 +96,12 @@ impl Dataset for TensorDataset {
 
 /// Rows `indices` of the contiguous array `a`, as a new contiguous array.
 fn gather(a: &NDArray, indices: &[usize]) -> Result<NDArray> {
-    if a.is_cuda() {
-        return gather(&a.to_device(crate::Device::Cpu)?, indices)?.to_device(a.device());
-    }
     let mut shape = a.shape().to_vec();
     shape[0] = indices.len();
+    let row: usize = a.shape()[1..].iter().product();
     dispatch_dtype!(a.dtype(), T => {
-        let guard = a.read();
-        let all = T::slice(guard.cpu()).ok_or(Error::DTypeMismatch {
-            op: "TensorDataset::get_batch",
-            expected: a.dtype(),
-            got: guard.dtype(),
-        })?;
-        let row: usize = a.shape()[1..].iter().product();
-        // Contiguous (checked in `new`), so the elements are one run from the offset.
-        let data = all.get(a.offset()..a.offset() + a.numel()).ok_or_else(|| {
-            Error::invalid("TensorDataset::get_batch", "internal: array is not contiguous")
-        })?;
-        NDArray::from_vec(gather_rows::<T>(data, row, indices), &shape)
+        let rows = a.with_host_slice(|data: &[T]| gather_rows::<T>(data, row, indices))?;
+        NDArray::from_vec(rows, &shape)?.to_device(a.device())
     })
 }
 

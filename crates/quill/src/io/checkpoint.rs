@@ -16,7 +16,6 @@ use ::safetensors::tensor::Metadata;
 use ::safetensors::{Dtype, SafeTensorError, SafeTensors};
 use half::{bf16, f16};
 use quill_core::{DType, Error, Result};
-use quill_cpu::CpuStorage;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -298,22 +297,20 @@ fn write_tensor(w: &mut impl Write, a: &NDArray) -> io::Result<()> {
         return Ok(());
     }
     // One tensor compacted at a time, so saving needs at most one extra tensor in memory.
-    let c = a
-        .to_device(crate::Device::Cpu)
-        .map_err(io::Error::other)?
-        .compact();
-    let guard = c.read();
-    let range = c.offset()..c.offset() + n;
-    match guard.cpu() {
-        CpuStorage::F32(v) => write_le(w, &v[range], f32::to_le_bytes),
-        CpuStorage::F64(v) => write_le(w, &v[range], f64::to_le_bytes),
-        CpuStorage::F16(v) => write_le(w, &v[range], |x| x.to_bits().to_le_bytes()),
-        CpuStorage::BF16(v) => write_le(w, &v[range], |x| x.to_bits().to_le_bytes()),
-        CpuStorage::I32(v) => write_le(w, &v[range], i32::to_le_bytes),
-        CpuStorage::I64(v) => write_le(w, &v[range], i64::to_le_bytes),
-        CpuStorage::U8(v) => w.write_all(&v[range]),
-        CpuStorage::Bool(v) => write_le(w, &v[range], |x| [x as u8]),
+    let other = |e: Error| io::Error::other(e);
+    match a.dtype() {
+        DType::F32 => a.with_host_slice(|v| write_le(w, v, f32::to_le_bytes)),
+        DType::F64 => a.with_host_slice(|v| write_le(w, v, f64::to_le_bytes)),
+        DType::F16 => a.with_host_slice(|v: &[f16]| write_le(w, v, |x| x.to_bits().to_le_bytes())),
+        DType::BF16 => {
+            a.with_host_slice(|v: &[bf16]| write_le(w, v, |x| x.to_bits().to_le_bytes()))
+        }
+        DType::I32 => a.with_host_slice(|v| write_le(w, v, i32::to_le_bytes)),
+        DType::I64 => a.with_host_slice(|v| write_le(w, v, i64::to_le_bytes)),
+        DType::U8 => a.with_host_slice(|v: &[u8]| w.write_all(v)),
+        DType::Bool => a.with_host_slice(|v| write_le(w, v, |x: bool| [x as u8])),
     }
+    .map_err(other)?
 }
 
 fn write_le<T: Copy, const N: usize>(

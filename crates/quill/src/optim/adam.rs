@@ -2,12 +2,12 @@
 //! weight decay, `torch.optim.AdamW`): one implementation, the variant chosen by a const
 //! parameter, with PyTorch's bias correction and order of operations.
 
-use super::kernel::{self, Float, Rule};
+use super::kernel;
 use super::state::{self, check_non_negative, Common, Kind};
 use super::Optimizer;
 use crate::tensor::no_grad;
 use crate::{NDArray, Tensor};
-use quill_core::{Error, Result};
+use quill_core::{Error, Result, Update};
 
 /// `torch.optim.Adam`: weight decay is an L2 term added to the gradient.
 pub type Adam = AdamFamily<false>;
@@ -113,88 +113,6 @@ impl<const DECOUPLED: bool> AdamFamily<DECOUPLED> {
     }
 }
 
-/// The per-element update of one parameter at its step `step` (already incremented).
-struct AdamRule {
-    lr: f64,
-    betas: (f64, f64),
-    eps: f64,
-    weight_decay: f64,
-    decoupled: bool,
-    step: u64,
-}
-
-/// PyTorch's `lerp`: the two forms keep the result exact at weight 0 and 1 respectively.
-#[inline]
-fn lerp<T: Float>(a: T, b: T, w: T, small: bool, one: T) -> T {
-    if small {
-        a + w * (b - a)
-    } else {
-        b - (b - a) * (one - w)
-    }
-}
-
-impl Rule for AdamRule {
-    #[inline(always)]
-    fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
-        let [m, v] = state else { return };
-        let (b1, b2) = self.betas;
-        // Scalars as PyTorch computes them: in f64, then converted to the param's dtype.
-        let t = self.step as f64;
-        let bias_correction1 = 1.0 - b1.powf(t);
-        let bias_correction2 = 1.0 - b2.powf(t);
-        let neg_step_size = T::from_f64(-(self.lr / bias_correction1));
-        let bc2_sqrt = T::from_f64(bias_correction2.sqrt());
-        let w1 = 1.0 - b1;
-        let (small, w1t, one) = (w1.abs() < 0.5, T::from_f64(w1), T::from_f64(1.0));
-        let (b2t, w2t) = (T::from_f64(b2), T::from_f64(1.0 - b2));
-        let eps = T::from_f64(self.eps);
-        let has_wd = self.weight_decay != 0.0;
-        let decay = T::from_f64(1.0 - self.lr * self.weight_decay);
-        let l2 = T::from_f64(self.weight_decay);
-        let (decoupled, coupled) = (self.decoupled && has_wd, !self.decoupled && has_wd);
-        for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-            let mut pv = *p;
-            let g = if coupled { g + l2 * pv } else { g };
-            if decoupled {
-                pv = pv * decay;
-            }
-            *m = lerp(*m, g, w1t, small, one);
-            *v = *v * b2t + w2t * g * g;
-            let denom = v.sqrt() / bc2_sqrt + eps;
-            *p = pv + neg_step_size * *m / denom;
-        }
-    }
-
-    #[cfg(feature = "cuda")]
-    fn run_cuda(
-        &self,
-        p: &mut quill_cuda::CudaStorage,
-        g: &quill_cuda::CudaStorage,
-        state: &mut [&mut quill_cuda::CudaStorage],
-        n: usize,
-    ) -> Option<Result<()>> {
-        let [m, v] = state else { return None };
-        // The scalars `run` derives, in the same f64 arithmetic.
-        let (b1, b2) = self.betas;
-        let t = self.step as f64;
-        let has_wd = self.weight_decay != 0.0;
-        let s = quill_cuda::ops::AdamScalars {
-            neg_step: -(self.lr / (1.0 - b1.powf(t))),
-            bc2_sqrt: (1.0 - b2.powf(t)).sqrt(),
-            w1: 1.0 - b1,
-            small: (1.0 - b1).abs() < 0.5,
-            b2,
-            w2: 1.0 - b2,
-            eps: self.eps,
-            decay: 1.0 - self.lr * self.weight_decay,
-            l2: self.weight_decay,
-            decoupled: self.decoupled && has_wd,
-            coupled: !self.decoupled && has_wd,
-        };
-        Some(quill_cuda::ops::adam_step(p, g, m, v, n, s))
-    }
-}
-
 impl<const DECOUPLED: bool> Optimizer for AdamFamily<DECOUPLED> {
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
@@ -208,7 +126,7 @@ impl<const DECOUPLED: bool> Optimizer for AdamFamily<DECOUPLED> {
                     exp_avg_sq: kernel::zeros_for(Self::STEP, p.array())?,
                 }),
             };
-            let rule = AdamRule {
+            let rule = Update::Adam {
                 lr: self.common.lr,
                 betas: self.betas,
                 eps: self.eps,

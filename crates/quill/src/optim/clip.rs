@@ -56,24 +56,10 @@ fn sum_squares(op: &'static str, a: &NDArray) -> Result<f64> {
     } else {
         a.astype(DType::F64)
     };
-    let n = a.numel();
-    let (off, guard) = (a.offset(), a.read());
-    let storage = guard.cpu();
-    let missing = || Error::invalid(op, "internal: gradient buffer shorter than its layout");
-    Ok(match a.dtype() {
-        DType::F32 => {
-            let s = <f32 as quill_cpu::CpuElement>::slice(storage)
-                .and_then(|v| v.get(off..off + n))
-                .ok_or_else(missing)?;
-            fold(s)
-        }
-        _ => {
-            let s = <f64 as quill_cpu::CpuElement>::slice(storage)
-                .and_then(|v| v.get(off..off + n))
-                .ok_or_else(missing)?;
-            fold(s)
-        }
-    })
+    match a.dtype() {
+        DType::F32 => a.with_host_slice(fold::<f32>),
+        _ => a.with_host_slice(fold::<f64>),
+    }
 }
 
 fn fold<T: Copy + Into<f64>>(s: &[T]) -> f64 {

@@ -1,12 +1,12 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov momentum and L2 weight
 //! decay: PyTorch's `torch.optim.SGD` algorithm, step for step.
 
-use super::kernel::{self, Float, Rule};
+use super::kernel;
 use super::state::{self, check_non_negative, Common, Kind};
 use super::Optimizer;
 use crate::tensor::no_grad;
 use crate::{NDArray, Tensor};
-use quill_core::{Error, Result};
+use quill_core::{Error, Result, Update};
 
 /// `torch.optim.SGD`. Per parameter with a gradient `g`:
 /// ```text
@@ -89,94 +89,29 @@ impl Sgd {
     }
 }
 
-/// The per-element SGD update for one parameter; `first` when its momentum buffer is new.
-struct SgdRule {
-    lr: f64,
-    momentum: f64,
-    dampening: f64,
-    nesterov: bool,
-    weight_decay: f64,
-    first: bool,
-}
-
-impl Rule for SgdRule {
-    #[inline(always)]
-    fn run<T: Float>(&self, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
-        let neg_lr = T::from_f64(-self.lr);
-        // Skipped entirely at 0 (not added as 0 * p), as PyTorch, so inf/NaN params stay local.
-        let wd = (self.weight_decay != 0.0).then(|| T::from_f64(self.weight_decay));
-        let decayed = |p: T, g: T| wd.map_or(g, |wd| g + wd * p);
-        match state {
-            [buf, ..] => {
-                let m = T::from_f64(self.momentum);
-                let keep = T::from_f64(1.0 - self.dampening);
-                for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
-                    let g = decayed(*p, g);
-                    *b = if self.first { g } else { *b * m + keep * g };
-                    let d = if self.nesterov { g + m * *b } else { *b };
-                    *p = *p + neg_lr * d;
-                }
-            }
-            [] => {
-                for (p, &g) in p.iter_mut().zip(g) {
-                    *p = *p + neg_lr * decayed(*p, g);
-                }
-            }
-        }
-    }
-
-    #[cfg(feature = "cuda")]
-    fn run_cuda(
-        &self,
-        p: &mut quill_cuda::CudaStorage,
-        g: &quill_cuda::CudaStorage,
-        state: &mut [&mut quill_cuda::CudaStorage],
-        n: usize,
-    ) -> Option<Result<()>> {
-        let buf = match state {
-            [b, ..] => Some(&mut **b),
-            [] => None,
-        };
-        Some(quill_cuda::ops::sgd_step(
-            p,
-            g,
-            buf,
-            n,
-            self.lr,
-            self.weight_decay,
-            self.momentum,
-            self.dampening,
-            self.nesterov,
-            self.first,
-        ))
-    }
-}
-
 impl Optimizer for Sgd {
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
         for (p, buf) in self.common.params.iter().zip(&mut self.buffers) {
             let Some(g) = p.grad() else { continue };
-            let mut rule = SgdRule {
+            let rule = |first| Update::Sgd {
                 lr: self.common.lr,
+                weight_decay: self.weight_decay,
                 momentum: self.momentum,
                 dampening: self.dampening,
                 nesterov: self.nesterov,
-                weight_decay: self.weight_decay,
-                first: false,
+                first,
             };
             if self.momentum == 0.0 {
-                kernel::apply(STEP, &rule, p.array(), g.array(), &[])?;
+                kernel::apply(STEP, &rule(false), p.array(), g.array(), &[])?;
                 continue;
             }
+            let first = buf.is_none();
             let b = match buf {
                 Some(b) => b,
-                None => {
-                    rule.first = true;
-                    buf.insert(kernel::zeros_for(STEP, p.array())?)
-                }
+                None => buf.insert(kernel::zeros_for(STEP, p.array())?),
             };
-            kernel::apply(STEP, &rule, p.array(), g.array(), &[b])?;
+            kernel::apply(STEP, &rule(first), p.array(), g.array(), &[b])?;
         }
         self.common.steps += 1;
         Ok(())

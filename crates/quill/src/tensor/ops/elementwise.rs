@@ -292,5 +292,5 @@ impl Tensor {
 
 // `x.exp()`, `x.add(&y)`, `x.add_scalar(1.0)`, `x.rsub_scalar(1.0)`, ...: one method per op of
 // quill-core's tables (the same callbacks as NDArray's).
-quill_core::unary_ops!(crate::ndarray::methods::unary_methods { Tensor });
-quill_core::binary_ops!(crate::ndarray::methods::binary_methods { Tensor });
+quill_core::unary_ops!(quill_array::unary_methods { Tensor });
+quill_core::binary_ops!(quill_array::binary_methods { Tensor });

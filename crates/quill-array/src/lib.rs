@@ -1,0 +1,14 @@
+//! quill-array: the array layer. `NDArray` (a shared buffer on a device plus a `Layout` and a
+//! dtype), its views, constructors and ops, and `backend.rs`, the one dispatch from an op to
+//! the backend that holds the buffer (and the one host fallback). The layers above (autograd,
+//! nn, optim, data, io in the `quill` crate) see only `NDArray`'s public API: Cargo keeps them
+//! from touching buffers.
+
+mod backend;
+pub mod device;
+pub mod ndarray;
+
+#[cfg(feature = "cuda")]
+pub use backend::cuda;
+pub use device::Device;
+pub use ndarray::{NDArray, Pinned};

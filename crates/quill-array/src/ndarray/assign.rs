@@ -1,0 +1,133 @@
+//! Data movement: `compact`, copies, `astype`, and assignment into a view from an array
+//! (broadcast, cast) or a scalar (the seeds' `ewise_setitem` / `scalar_setitem`).
+
+use super::NDArray;
+use quill_core::{DType, Error, Result, Scalar, SliceArg};
+use std::sync::Arc;
+
+impl NDArray {
+    /// This array when it is already contiguous (no copy), otherwise a contiguous copy.
+    pub fn compact(&self) -> NDArray {
+        if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.deep_copy()
+        }
+    }
+
+    /// `compact`, with an error instead of an abort when the copy cannot fit in memory (a
+    /// broadcast view can describe far more elements than its buffer holds).
+    pub fn try_compact(&self) -> Result<NDArray> {
+        if !self.is_contiguous() {
+            super::check_alloc("compact", self.numel(), self.dtype)?;
+        }
+        Ok(self.compact())
+    }
+
+    /// `astype`, with an error instead of an abort when the copy cannot fit in memory.
+    pub fn try_astype(&self, dtype: DType) -> Result<NDArray> {
+        super::check_alloc("astype", self.numel(), dtype)?;
+        Ok(self.astype(dtype))
+    }
+
+    /// A contiguous copy that shares nothing with `self`.
+    ///
+    /// Panics only when a GPU fails (out of memory), as the operators do.
+    pub fn deep_copy(&self) -> NDArray {
+        self.try_deep_copy().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `deep_copy`, with an error instead of a panic or abort when memory runs out.
+    pub fn try_deep_copy(&self) -> Result<NDArray> {
+        super::check_alloc("copy", self.numel(), self.dtype)?;
+        let out = self.read().compact(&self.layout)?;
+        NDArray::fresh(out, self.shape())
+    }
+
+    /// A contiguous copy converted to `dtype` with NumPy's cast rules (a copy even when the dtype
+    /// is unchanged, as NumPy's default).
+    pub fn astype(&self, dtype: DType) -> NDArray {
+        if dtype == self.dtype {
+            return self.deep_copy();
+        }
+        self.read()
+            .cast(&self.layout, dtype)
+            .and_then(|out| NDArray::fresh(out, self.shape()))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub(super) fn check_writable(&self, op: &'static str) -> Result<()> {
+        match self.layout.broadcast_dim() {
+            Some(dim) => Err(Error::ReadOnlyView {
+                op,
+                shape: self.shape().into(),
+                strides: self.strides().to_vec(),
+                dim,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `src` (broadcast to this view's shape and cast to its dtype) into this view. The
+    /// result equals NumPy's `self[...] = src` even when `src` overlaps `self` in one buffer.
+    pub fn assign(&self, src: &NDArray) -> Result<()> {
+        const OP: &str = "assign";
+        self.check_writable(OP)?;
+        // A source on another device moves to the destination's first (before broadcasting,
+        // so only its own elements move).
+        let src = &if src.device() != self.device() {
+            src.to_device(self.device())?
+        } else {
+            src.clone()
+        };
+        let src = match src.layout.broadcast_to(self.shape()) {
+            Ok(l) => src.with_layout(l),
+            Err(_) => {
+                return Err(Error::ShapeMismatch {
+                    op: OP,
+                    lhs: self.shape().into(),
+                    rhs: src.shape().into(),
+                    hint: " (the value must broadcast to the destination's shape)".into(),
+                })
+            }
+        };
+        // A source in the destination's buffer is read in full before any write (as NumPy).
+        let src = if src.dtype != self.dtype {
+            src.astype(self.dtype)
+        } else if self.shares_storage_with(&src) {
+            src.deep_copy()
+        } else {
+            src
+        };
+        // Lock in address order so that two threads assigning a -> b and b -> a cannot deadlock.
+        let (dst_first, src_storage) = (
+            Arc::as_ptr(&self.storage) < Arc::as_ptr(&src.storage),
+            src.storage.clone(),
+        );
+        if dst_first {
+            let mut d = self.write();
+            let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
+            d.copy_from(&self.layout, &s, &src.layout)
+        } else {
+            let s = src_storage.lock.read().unwrap_or_else(|e| e.into_inner());
+            let mut d = self.write();
+            d.copy_from(&self.layout, &s, &src.layout)
+        }
+    }
+
+    /// Writes `value` (cast to this array's dtype) at every element of this view.
+    pub fn assign_scalar(&self, value: impl Into<Scalar>) -> Result<()> {
+        self.check_writable("assign_scalar")?;
+        self.write().fill(&self.layout, value.into())
+    }
+
+    /// `self[index] = src` (NumPy basic indexing, `src` broadcast and cast).
+    pub fn set(&self, index: &[SliceArg], src: &NDArray) -> Result<()> {
+        self.slice(index)?.assign(src)
+    }
+
+    /// `self[index] = value`.
+    pub fn set_scalar(&self, index: &[SliceArg], value: impl Into<Scalar>) -> Result<()> {
+        self.slice(index)?.assign_scalar(value)
+    }
+}

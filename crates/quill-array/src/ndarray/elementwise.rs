@@ -1,0 +1,188 @@
+//! Elementwise arithmetic on arrays: unary ops, binary ops with NumPy broadcasting and type
+//! promotion (scalars are weak, NEP 50), in-place forms, `where_` and `clip`. Operands of any
+//! strides go straight to the kernels; only an operand of the wrong dtype is converted first.
+
+use super::{NDArray, Reads};
+use crate::backend::{colocate, Storage};
+use quill_core::promote::{promote_with_scalar, scalar_dtype};
+use quill_core::shape::broadcast_shapes;
+use quill_core::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
+
+impl NDArray {
+    /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
+    pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
+        let compute = op.compute_dtype(self.dtype)?;
+        super::check_alloc(op.name(), self.numel(), compute)?;
+        let src = self.cast_for(compute);
+        let out = src.read().unary(op, &src.layout)?;
+        NDArray::fresh(out, self.shape())
+    }
+
+    /// This array, converted when its dtype differs from `dtype` (no copy otherwise).
+    fn cast_for(&self, dtype: DType) -> NDArray {
+        if self.dtype == dtype {
+            self.clone()
+        } else {
+            self.astype(dtype)
+        }
+    }
+
+    /// `op(self, other)` with NumPy broadcasting and type promotion.
+    pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
+        // Same shape and dtype (most calls): no broadcast layouts or casts.
+        if self.shape() == other.shape()
+            && self.dtype == other.dtype
+            && op.compute_dtype(self.dtype, other.dtype)? == self.dtype
+        {
+            super::check_alloc(op.name(), self.numel(), self.dtype)?;
+            let [a, b] = colocate(op.name(), [self, other])?;
+            let g = Reads::new([&a, &b]);
+            let out = Storage::binary(op, (g.get(0), &a.layout), (g.get(1), &b.layout))?;
+            return NDArray::fresh(out, self.shape());
+        }
+        let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
+        let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        super::check_alloc(op.name(), shape.iter().product(), compute)?;
+        let [a, b] = colocate(op.name(), [self, other])?;
+        let (a, b) = (a.cast_for(compute), b.cast_for(compute));
+        let la = a.layout.broadcast_to(&shape)?;
+        let lb = b.layout.broadcast_to(&shape)?;
+        let g = Reads::new([&a, &b]);
+        let out = Storage::binary(op, (g.get(0), &la), (g.get(1), &lb))?;
+        NDArray::fresh(out, &shape)
+    }
+
+    /// `op(self, value)` (or `op(value, self)` when `reversed`), the scalar weak as in NumPy 2:
+    /// `f32_array * 2.0` stays f32 and `u8_array + 1` stays u8.
+    pub fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        value: impl Into<Scalar>,
+        reversed: bool,
+    ) -> Result<NDArray> {
+        let s = scalar_array(op, self.dtype, value.into())?;
+        if reversed {
+            s.binary(op, self)
+        } else {
+            self.binary(op, &s)
+        }
+    }
+
+    /// `self = op(self, other)`, written into this array or view. `other` must broadcast to this
+    /// shape, and the result must convert to this dtype within its kind (NumPy's `same_kind`:
+    /// an integer array cannot take a float result).
+    pub fn binary_assign(&self, op: BinaryOp, other: &NDArray) -> Result<()> {
+        let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
+        if shape != self.shape() {
+            return Err(Error::ShapeMismatch {
+                op: op.name(),
+                lhs: self.shape().into(),
+                rhs: other.shape().into(),
+                hint: " (an in-place op cannot change the destination's shape)".into(),
+            });
+        }
+        self.check_writable(op.name())?;
+        let result = op.result_dtype(self.dtype, other.dtype)?;
+        if !same_kind(result, self.dtype) {
+            return Err(Error::invalid(
+                op.name(),
+                format!(
+                    "cannot write a {result} result into a {} array in place (casting rule \
+                     same_kind); use the out-of-place form and astype",
+                    self.dtype
+                ),
+            ));
+        }
+        let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        let direct = self.is_contiguous()
+            && !self.shares_storage_with(other)
+            && compute == self.dtype
+            && result == self.dtype;
+        if !direct {
+            return self.assign(&self.binary(op, other)?);
+        }
+        let [_, b] = colocate(op.name(), [self, other])?;
+        let b = b.cast_for(compute);
+        let lb = b.layout.broadcast_to(self.shape())?;
+        let gb = b.read();
+        let mut gs = self.write();
+        Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
+    }
+
+    /// `self = op(self, value)` in place, the scalar weak as in `binary_scalar`.
+    pub fn binary_scalar_assign(&self, op: BinaryOp, value: impl Into<Scalar>) -> Result<()> {
+        let s = scalar_array(op, self.dtype, value.into())?;
+        self.binary_assign(op, &s)
+    }
+
+    /// Elements of `a` where `cond` is true, else of `b`; the three broadcast together and `a`,
+    /// `b` promote to a common dtype. `cond` is converted to bool (nonzero is true).
+    pub fn where_(cond: &NDArray, a: &NDArray, b: &NDArray) -> Result<NDArray> {
+        const OP: &str = "where";
+        let shape = broadcast_shapes(OP, cond.shape(), a.shape())?;
+        let shape = broadcast_shapes(OP, &shape, b.shape())?;
+        let dtype = quill_core::promote_types(a.dtype, b.dtype);
+        super::check_alloc(OP, shape.iter().product(), dtype)?;
+        let (c, a, b) = (
+            cond.cast_for(DType::Bool),
+            a.cast_for(dtype),
+            b.cast_for(dtype),
+        );
+        let [c, a, b] = colocate(OP, [&c, &a, &b])?;
+        let (lc, la, lb) = (
+            c.layout.broadcast_to(&shape)?,
+            a.layout.broadcast_to(&shape)?,
+            b.layout.broadcast_to(&shape)?,
+        );
+        let g = Reads::new([&c, &a, &b]);
+        let out = Storage::where_((g.get(0), &lc), (g.get(1), &la), (g.get(2), &lb))?;
+        NDArray::fresh(out, &shape)
+    }
+
+    /// Elements limited to `[min, max]` (NumPy's `clip`: `minimum(maximum(x, min), max)`; NaN
+    /// stays NaN).
+    pub fn clip(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<NDArray> {
+        self.binary_scalar(BinaryOp::Maximum, min, false)?
+            .binary_scalar(BinaryOp::Minimum, max, false)
+    }
+}
+
+/// NumPy's `same_kind` casting between the result of an op and its in-place destination.
+fn same_kind(from: DType, to: DType) -> bool {
+    let kind = |d: DType| {
+        if d.is_float() {
+            2
+        } else if d.is_int() {
+            1
+        } else {
+            0
+        }
+    };
+    kind(from) <= kind(to)
+}
+
+/// The rank-0 array a weak scalar becomes next to an array of dtype `array`.
+fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
+    let mut dtype = promote_with_scalar(array, s);
+    if let (Scalar::I(v), true) = (s, dtype.is_int()) {
+        let (lo, hi) = match dtype {
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
+        };
+        if v < lo || v > hi {
+            if !op.is_comparison() {
+                return Err(Error::invalid(
+                    op.name(),
+                    format!(
+                        "the integer {v} is out of bounds for {dtype} (NumPy 2 rule); \
+                         astype the array to a wider dtype first"
+                    ),
+                ));
+            }
+            // A comparison with an out-of-range integer is still well defined.
+            dtype = scalar_dtype(s);
+        }
+    }
+    NDArray::full(&[], s, dtype)
+}

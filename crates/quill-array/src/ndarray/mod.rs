@@ -1,0 +1,226 @@
+//! `NDArray`: a shared buffer plus a `Layout` (shape, signed strides, offset), a dtype and a
+//! device. Views share the buffer, so a write through one is seen by all. The buffer sits behind
+//! a read-write lock: kernels hold it only while they run, and writes into a buffer that is also
+//! being read go through a temporary, so aliasing never gives a wrong answer.
+
+mod assign;
+mod bytes;
+mod create;
+mod display;
+mod elementwise;
+mod export;
+pub use export::Pinned;
+mod index;
+mod join;
+mod mask;
+mod matmul;
+mod methods;
+mod operators;
+mod reduce;
+mod sort;
+mod transfer;
+mod update;
+mod views;
+
+pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
+
+use crate::backend::Storage;
+use crate::device::Device;
+use quill_core::{DType, Error, Layout, Result};
+use quill_cpu::CpuElement;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// What the views of one buffer share: the buffer, and how many foreign holders (Python's
+/// buffer protocol, DLPack) currently have its address, so that nothing moves it meanwhile.
+struct Shared {
+    lock: RwLock<Storage>,
+    pins: AtomicUsize,
+}
+
+#[derive(Clone)]
+pub struct NDArray {
+    storage: Arc<Shared>,
+    layout: Layout,
+    dtype: DType,
+}
+
+/// Refuses a buffer of `numel` elements of `dtype` larger than this machine's memory and swap:
+/// such an allocation cannot succeed, and a failed allocation aborts the process.
+pub(crate) fn check_alloc(op: &'static str, numel: usize, dtype: DType) -> Result<()> {
+    let bytes = numel.saturating_mul(dtype.size_in_bytes());
+    let max = quill_cpu::pool::max_buffer_bytes();
+    if bytes > max {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "out of memory: {numel} elements of {dtype} need {bytes} bytes, more than this \
+                 machine's {max} bytes of memory and swap"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Read guards of the buffers of `N` arrays: one guard per distinct buffer (a second read lock
+/// on one RwLock from this thread could wait behind a queued writer), taken in address order
+/// as every multi-buffer lock in quill is, so two threads cannot deadlock.
+pub(crate) struct Reads<'a, const N: usize> {
+    guards: [Option<RwLockReadGuard<'a, Storage>>; N],
+    slot: [usize; N],
+}
+
+impl<'a, const N: usize> Reads<'a, N> {
+    pub(crate) fn new(arrays: [&'a NDArray; N]) -> Reads<'a, N> {
+        let mut order: [usize; N] = std::array::from_fn(|i| i);
+        order.sort_by_key(|&i| Arc::as_ptr(&arrays[i].storage));
+        let mut guards: [Option<RwLockReadGuard<'a, Storage>>; N] = std::array::from_fn(|_| None);
+        let mut slot = [0; N];
+        let mut held: Option<(*const Shared, usize)> = None;
+        for i in order {
+            let p = Arc::as_ptr(&arrays[i].storage);
+            slot[i] = match held {
+                Some((q, g)) if q == p => g,
+                _ => {
+                    guards[i] = Some(arrays[i].read());
+                    held = Some((p, i));
+                    i
+                }
+            };
+        }
+        Reads { guards, slot }
+    }
+
+    /// The storage of array `i`.
+    pub(crate) fn get(&self, i: usize) -> &Storage {
+        self.guards[self.slot[i]]
+            .as_deref()
+            .expect("every slot points at a held guard")
+    }
+}
+
+impl NDArray {
+    pub(crate) fn from_storage(storage: Storage, layout: Layout) -> NDArray {
+        let dtype = storage.dtype();
+        NDArray {
+            storage: Arc::new(Shared {
+                lock: RwLock::new(storage),
+                pins: AtomicUsize::new(0),
+            }),
+            layout,
+            dtype,
+        }
+    }
+
+    /// A new array over the same buffer.
+    pub(crate) fn with_layout(&self, layout: Layout) -> NDArray {
+        NDArray {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+        }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.storage.lock.read().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.storage.lock.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A contiguous array of `shape` over a fresh storage (a kernel's output).
+    pub(crate) fn fresh(storage: Storage, shape: &[usize]) -> Result<NDArray> {
+        Ok(NDArray::from_storage(storage, Layout::contiguous(shape)?))
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+    /// Strides in elements; negative for reversed axes, 0 for broadcast ones.
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+    /// Position of the first element in the buffer, in elements.
+    pub fn offset(&self) -> usize {
+        self.layout.offset()
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn device(&self) -> Device {
+        self.read().device()
+    }
+    /// C-contiguous (size-1 dims ignored): the elements are one run of the buffer, in order.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+    /// Length of the underlying buffer in elements.
+    pub fn buffer_len(&self) -> usize {
+        self.read().len()
+    }
+    /// True when both arrays are views of one buffer.
+    pub fn shares_storage_with(&self, other: &NDArray) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// The elements in C order, as `T`, which must be the array's dtype.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        self.with_host_slice(|s: &[T]| s.to_vec())
+    }
+
+    /// Runs `f` on the elements in C order as one host slice of `T` (the array's dtype),
+    /// under a read lock: no copy when the array is contiguous in CPU memory, a compact host
+    /// copy otherwise. How the layers above read data without touching buffers.
+    pub fn with_host_slice<T: CpuElement, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "to_vec",
+                expected: self.dtype,
+                got: T::DTYPE,
+            });
+        }
+        if self.numel() == 0 {
+            // An empty view's offset may sit past its buffer's end; there is nothing to read.
+            return Ok(f(&[]));
+        }
+        let c = if self.is_cuda() {
+            self.to_device(Device::Cpu)?
+        } else {
+            self.try_compact()?
+        };
+        let guard = c.read();
+        let s = T::slice(guard.cpu()).expect("dtype checked above");
+        let off = c.layout.offset();
+        Ok(f(&s[off..off + c.numel()]))
+    }
+
+    /// The one element of a size-1 array, cast to `T` with NumPy's rules.
+    pub fn item<T: CpuElement>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "only arrays with one element can be read as a scalar; shape {:?} has {}",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        if self.is_cuda() {
+            return self.to_device(Device::Cpu)?.item();
+        }
+        Ok(quill_cpu::cast::read_as::<T>(
+            self.read().cpu(),
+            self.layout.offset(),
+        ))
+    }
+}

@@ -1,0 +1,99 @@
+//! What only exists with a GPU (built with the `cuda` feature): errors naming both devices when
+//! a GPU array meets a CPU one, a copy past 2^31 elements (64-bit index math), the allocator's
+//! statistics, and a pinned (exported) buffer refusing to move. Each test skips without a GPU
+//! (and fails instead under `REQUIRE_CUDA=1`).
+
+use crate::randn3;
+use quill::{s, DType, Device, NDArray, Result};
+use quill_test_support::{assert_close, cuda_usable};
+
+const GPU: Device = Device::Cuda(0);
+
+#[test]
+fn device_mismatch_names_both_devices() {
+    if !cuda_usable() {
+        return;
+    }
+    let a = randn3(&[4, 3], 17, DType::F32);
+    let g = a.to_device(GPU).unwrap();
+    let e = g.add(&a).unwrap_err().to_string();
+    assert!(
+        e.contains("cuda:0") && e.contains("cpu") && e.contains("to_device"),
+        "{e}"
+    );
+    let e = g
+        .matmul(&a.permute(&[1, 0]).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cuda:0") && e.contains("cpu"), "{e}");
+    let b = randn3(&[2, 3], 18, DType::F32);
+    let e = NDArray::concat(&[&g, &b], 0).unwrap_err().to_string();
+    assert!(e.contains("cuda:0") && e.contains("cpu"), "{e}");
+    // A one-element CPU operand is a scalar: it moves.
+    let one = NDArray::from_vec(vec![2.0f32], &[1]).unwrap();
+    assert_close(
+        &g.mul(&one).unwrap(),
+        &a.mul(&one).unwrap(),
+        0.0,
+        "scalar operand",
+    );
+    let e = NDArray::zeros(&[2], DType::F32)
+        .unwrap()
+        .to_device(Device::Cuda(99))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cuda:99") && e.contains("no such GPU"), "{e}");
+}
+
+#[test]
+fn copy_past_two_to_the_31_elements() -> Result<()> {
+    if !cuda_usable() {
+        return Ok(());
+    }
+    // 2^31 + 3 bytes: 64-bit index math in the copy kernel, then a reversed view of it.
+    let n = (1usize << 31) + 3;
+    let a = NDArray::zeros(&[n], DType::U8)?.to_device(GPU)?;
+    a.slice(&s![(n as isize - 2)..])?.assign_scalar(7)?;
+    a.slice(&s![..2])?.assign_scalar(3)?;
+    let r = a.slice(&s![..;-1])?.compact();
+    let head = r.slice(&s![..4])?.to_device(Device::Cpu)?.to_vec::<u8>()?;
+    let tail = r
+        .slice(&s![(n as isize - 3)..])?
+        .to_device(Device::Cpu)?
+        .to_vec::<u8>()?;
+    assert_eq!(head, [7, 7, 0, 0]);
+    assert_eq!(tail, [0, 3, 3]);
+    Ok(())
+}
+
+#[test]
+fn memory_statistics() -> Result<()> {
+    if !cuda_usable() {
+        return Ok(());
+    }
+    let allocated = || quill::cuda::memory_allocated(0).unwrap();
+    let before = allocated();
+    let a = NDArray::zeros(&[1 << 20], DType::F32)?.to_device(GPU)?;
+    let mid = allocated();
+    assert!(mid >= before + (4 << 20), "{before} -> {mid}");
+    drop(a);
+    assert!(allocated() <= mid - (4 << 20));
+    Ok(())
+}
+
+#[test]
+fn a_pinned_buffer_refuses_to_move() -> Result<()> {
+    // No GPU needed: the refusal comes before any transfer.
+    let a = NDArray::zeros(&[4, 4], DType::F32)?;
+    let pin = a.pin()?;
+    let err = a.relocate(GPU).unwrap_err().to_string();
+    assert!(err.contains("exported"), "{err}");
+    assert_eq!(a.device(), Device::Cpu);
+    drop(pin);
+    assert_eq!(a.pin_count(), 0);
+    if cuda_usable() {
+        a.relocate(GPU)?;
+        assert_eq!(a.device(), GPU);
+    }
+    Ok(())
+}
