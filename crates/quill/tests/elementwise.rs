@@ -362,6 +362,7 @@ fn special_values() {
 /// `log10` against NumPy's `np.log10` (float64 values printed by NumPy 2), on a transposed and
 /// reversed view, in f64, f32 and from i64 (which gives f64, as NumPy).
 #[test]
+#[allow(clippy::approx_constant)] // NumPy's values as it prints them (log10(2) among them)
 fn log10_matches_numpy_on_strided_views() {
     let x = [
         1000.0,
