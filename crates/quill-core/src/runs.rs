@@ -1,0 +1,339 @@
+//! The one walker over a loop: [`Runs`] visits the elements `start..end` (C order) of a strided
+//! shape shared by `N` operands and yields them as **inner runs**, stretches of the innermost dim,
+//! each as a [`Run`]: the run's first linear position, every operand's offset of its first
+//! element, and its length. Inside a run operand `k` steps by `inner_strides()[k]`, so a kernel
+//! picks its fast path (stride 1, stride 0, strided) once per run and loops over a slice.
+//!
+//! Every kernel and helper that walks a multi-dimensional index goes through this type (CPU
+//! elementwise, copy, fill, cast, reductions, the matmul batch, `Layout::offsets`, printing):
+//! there is no other odometer to keep correct.
+//!
+//! Cost: starting at an arbitrary element (a rayon chunk) computes its multi-index and offsets
+//! once (a division per dim); after that each run costs one add per operand for the next row and,
+//! when a dim wraps, one add and one subtract per operand per carried dim. No multiplication over
+//! all dims per run, no allocation per run: operands live in fixed-size arrays (`N` is a const
+//! generic the caller knows), and the index counter of the outer dims is inline for ranks up to
+//! `INLINE + 2` (a coalesced plan rarely has more than 3 dims).
+//!
+//! [`Offsets`] is the per-element form (every offset tuple in turn, built on `Runs`);
+//! `Layout::offsets` is `Offsets<1>` over a layout.
+//!
+//! Sources: a [`LoopPlan`] (all of its operands, [`LoopPlan::runs`], or a chosen subset,
+//! [`LoopPlan::runs_of`]) or raw parts ([`Runs::from_parts`]: a shape, one stride slice and one
+//! start offset per operand; the shape need not be coalesced, size-1 and size-0 dims are fine).
+//! Rank 0 is one run of length 1 with inner strides 0.
+
+use crate::plan::LoopPlan;
+use std::ops::Range;
+
+/// One inner run: elements `pos..pos + len` (C order) of the walk; operand `k`'s element `i` of
+/// the run is at `offsets[k] + i * inner_strides[k]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run<const N: usize> {
+    /// Linear (C-order) position of the run's first element.
+    pub pos: usize,
+    /// Per operand, the offset of the run's first element.
+    pub offsets: [usize; N],
+    /// Elements in the run (>= 1).
+    pub len: usize,
+}
+
+/// Outer dims whose index lives inline in the iterator (beyond the last outer dim, which has its
+/// own fields).
+const INLINE: usize = 6;
+
+/// The index of the outer dims `0..nd - 2`, touched only when the dim `nd - 2` wraps.
+#[derive(Debug, Clone)]
+enum Counter {
+    Inline([usize; INLINE]),
+    Heap(Vec<usize>),
+}
+
+impl Counter {
+    fn zeros(n: usize) -> Counter {
+        if n <= INLINE {
+            Counter::Inline([0; INLINE])
+        } else {
+            Counter::Heap(vec![0; n])
+        }
+    }
+    #[inline]
+    fn get_mut(&mut self) -> &mut [usize] {
+        match self {
+            Counter::Inline(a) => a,
+            Counter::Heap(v) => v,
+        }
+    }
+}
+
+/// The inner runs of `start..end`; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Runs<'a, const N: usize> {
+    shape: &'a [usize],
+    strides: [&'a [isize]; N],
+    /// Length and per-operand stride of the innermost dim.
+    inner: usize,
+    inner_strides: [isize; N],
+    /// Per operand, the offset of the current row's element at inner index 0.
+    row: [isize; N],
+    /// Inner index of the next element (non-zero only before the first run).
+    i_in: usize,
+    /// The last outer dim (`nd - 2`): its index, size, strides and the span to undo on a wrap.
+    j: usize,
+    nj: usize,
+    sj: [isize; N],
+    wrap_j: [isize; N],
+    /// Indices of the outer dims `0..nd - 2`.
+    idx: Counter,
+    pos: usize,
+    end: usize,
+}
+
+/// The multi-index of element `linear` (C order) of `shape`, written into `idx` (same length).
+/// Requires `linear < numel(shape)` or `linear == 0`.
+#[inline]
+fn unravel_into(shape: &[usize], mut linear: usize, idx: &mut [usize]) {
+    for (i, &n) in idx.iter_mut().zip(shape).rev() {
+        if linear == 0 {
+            *i = 0;
+            continue;
+        }
+        *i = linear % n;
+        linear /= n;
+    }
+}
+
+/// The C-order multi-index of element `linear` of `shape` (`linear < numel(shape)`).
+pub fn unravel(shape: &[usize], linear: usize) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    unravel_into(shape, linear, &mut idx);
+    idx
+}
+
+impl<'a, const N: usize> Runs<'a, N> {
+    /// Runs over raw parts: operand `k` has strides `strides[k]` (each `shape.len()` long) and its
+    /// first element at `offsets[k]`. Every element of `range` must be reachable (offsets >= 0),
+    /// and `range.end <= numel(shape)`.
+    pub fn from_parts(
+        shape: &'a [usize],
+        strides: [&'a [isize]; N],
+        offsets: [usize; N],
+        range: Range<usize>,
+    ) -> Runs<'a, N> {
+        let nd = shape.len();
+        assert!(
+            strides.iter().all(|s| s.len() == nd),
+            "Runs: every operand needs {nd} strides"
+        );
+        let (start, end) = (range.start, range.end.max(range.start));
+        let mut it = Runs {
+            shape,
+            strides,
+            inner: 1,
+            inner_strides: [0; N],
+            row: offsets.map(|o| o as isize),
+            i_in: 0,
+            j: 0,
+            nj: 1,
+            sj: [0; N],
+            wrap_j: [0; N],
+            idx: Counter::Inline([0; INLINE]),
+            pos: start,
+            end,
+        };
+        if nd > 0 {
+            it.inner = shape[nd - 1];
+            it.inner_strides = strides.map(|s| s[nd - 1]);
+        }
+        if start == end {
+            return it;
+        }
+        let numel: usize = shape.iter().product();
+        assert!(
+            end <= numel,
+            "Runs: range {start}..{end} outside {numel} elements of {shape:?}"
+        );
+        if nd == 0 {
+            return it;
+        }
+        it.i_in = start % it.inner;
+        let mut rest = start / it.inner;
+        if nd >= 2 {
+            let jd = nd - 2;
+            it.nj = shape[jd];
+            it.sj = strides.map(|s| s[jd]);
+            it.wrap_j = strides.map(|s| s[jd].wrapping_mul(shape[jd] as isize));
+            it.j = rest % it.nj;
+            rest /= it.nj;
+            for k in 0..N {
+                it.row[k] += it.j as isize * it.sj[k];
+            }
+            it.idx = Counter::zeros(jd);
+            if rest > 0 {
+                let idx = &mut it.idx.get_mut()[..jd];
+                unravel_into(&shape[..jd], rest, idx);
+                for (d, &i) in idx.iter().enumerate() {
+                    for k in 0..N {
+                        it.row[k] += i as isize * strides[k][d];
+                    }
+                }
+            }
+        }
+        it
+    }
+
+    /// Per operand, the stride inside a run (0 for rank 0).
+    #[inline]
+    pub fn inner_strides(&self) -> [isize; N] {
+        self.inner_strides
+    }
+
+    /// The per-element form of the remaining walk.
+    pub fn elements(self) -> Offsets<'a, N> {
+        Offsets {
+            step: self.inner_strides,
+            runs: self,
+            cur: [0; N],
+            left: 0,
+        }
+    }
+
+    /// Moves `row` to the next row: the last outer dim steps, carrying into the others on a wrap.
+    #[inline]
+    fn next_row(&mut self) {
+        self.j += 1;
+        for k in 0..N {
+            self.row[k] = self.row[k].wrapping_add(self.sj[k]);
+        }
+        if self.j < self.nj {
+            return;
+        }
+        self.carry();
+    }
+
+    #[inline(never)]
+    fn carry(&mut self) {
+        self.j = 0;
+        for k in 0..N {
+            self.row[k] = self.row[k].wrapping_sub(self.wrap_j[k]);
+        }
+        let nd = self.shape.len();
+        if nd < 3 {
+            return;
+        }
+        let idx = self.idx.get_mut();
+        for d in (0..nd - 2).rev() {
+            idx[d] += 1;
+            for k in 0..N {
+                self.row[k] = self.row[k].wrapping_add(self.strides[k][d]);
+            }
+            if idx[d] < self.shape[d] {
+                return;
+            }
+            idx[d] = 0;
+            for k in 0..N {
+                let back = self.strides[k][d].wrapping_mul(self.shape[d] as isize);
+                self.row[k] = self.row[k].wrapping_sub(back);
+            }
+        }
+    }
+}
+
+impl<const N: usize> Iterator for Runs<'_, N> {
+    type Item = Run<N>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Run<N>> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let len = (self.inner - self.i_in).min(self.end - self.pos);
+        let mut offsets = self.row;
+        if self.i_in != 0 {
+            for k in 0..N {
+                offsets[k] += self.i_in as isize * self.inner_strides[k];
+            }
+        }
+        let run = Run {
+            pos: self.pos,
+            offsets: offsets.map(|o| o as usize),
+            len,
+        };
+        self.pos += len;
+        self.i_in += len;
+        if self.i_in == self.inner && self.pos < self.end {
+            self.i_in = 0;
+            self.next_row();
+        }
+        Some(run)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.end - self.pos;
+        let lo = if left == 0 { 0 } else { 1 };
+        (lo, Some(left))
+    }
+}
+
+impl<const N: usize> std::iter::FusedIterator for Runs<'_, N> {}
+
+/// Every element's offset tuple in C order: [`Runs`] unrolled (see [`Runs::elements`]).
+#[derive(Debug, Clone)]
+pub struct Offsets<'a, const N: usize> {
+    runs: Runs<'a, N>,
+    step: [isize; N],
+    /// Offsets of the next element of the current run, and how many of the run are left.
+    cur: [usize; N],
+    left: usize,
+}
+
+impl<const N: usize> Iterator for Offsets<'_, N> {
+    type Item = [usize; N];
+
+    #[inline]
+    fn next(&mut self) -> Option<[usize; N]> {
+        if self.left == 0 {
+            let r = self.runs.next()?;
+            self.cur = r.offsets;
+            self.left = r.len;
+        }
+        let out = self.cur;
+        self.left -= 1;
+        for k in 0..N {
+            self.cur[k] = self.cur[k].wrapping_add_signed(self.step[k]);
+        }
+        Some(out)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.left + (self.runs.end - self.runs.pos);
+        (n, Some(n))
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for Offsets<'_, N> {}
+impl<const N: usize> std::iter::FusedIterator for Offsets<'_, N> {}
+
+impl LoopPlan {
+    /// The runs of elements `range` over all `N` operands of the plan (`N` must equal the number
+    /// of operands).
+    pub fn runs<const N: usize>(&self, range: Range<usize>) -> Runs<'_, N> {
+        assert_eq!(
+            self.strides.len(),
+            N,
+            "LoopPlan::runs: the plan has {} operands, not {N}",
+            self.strides.len()
+        );
+        self.runs_of(std::array::from_fn(|k| k), range)
+    }
+
+    /// The runs of elements `range` over the plan's operands `ops` (in that order).
+    pub fn runs_of<const N: usize>(&self, ops: [usize; N], range: Range<usize>) -> Runs<'_, N> {
+        Runs::from_parts(
+            &self.shape,
+            ops.map(|k| self.strides[k].as_slice()),
+            ops.map(|k| self.offsets[k]),
+            range,
+        )
+    }
+}
