@@ -5,8 +5,9 @@
 //! picks its fast path (stride 1, stride 0, strided) once per run and loops over a slice.
 //!
 //! Every kernel and helper that walks a multi-dimensional index goes through this type (CPU
-//! elementwise, copy, fill, cast, reductions, the matmul batch, `Layout::offsets`, printing):
-//! there is no other odometer to keep correct.
+//! elementwise, copy, fill, cast, reductions, the matmul batch, `Layout::offsets`, printing,
+//! the gradient check's index), so there is one odometer to keep correct. (The gather / scatter
+//! walker of `quill`'s `ndarray/index.rs` is ported when it moves into the CPU backend.)
 //!
 //! Cost: starting at an arbitrary element (a rayon chunk) computes its multi-index and offsets
 //! once (a division per dim); after that each run costs one add per operand for the next row and,
@@ -173,8 +174,8 @@ impl<'a, const N: usize> Runs<'a, N> {
                 let idx = &mut it.idx.get_mut()[..jd];
                 unravel_into(&shape[..jd], rest, idx);
                 for (d, &i) in idx.iter().enumerate() {
-                    for k in 0..N {
-                        it.row[k] += i as isize * strides[k][d];
+                    for (r, s) in it.row.iter_mut().zip(&strides) {
+                        *r += i as isize * s[d];
                     }
                 }
             }
@@ -250,8 +251,8 @@ impl<const N: usize> Iterator for Runs<'_, N> {
         let len = (self.inner - self.i_in).min(self.end - self.pos);
         let mut offsets = self.row;
         if self.i_in != 0 {
-            for k in 0..N {
-                offsets[k] += self.i_in as isize * self.inner_strides[k];
+            for (o, &s) in offsets.iter_mut().zip(&self.inner_strides) {
+                *o += self.i_in as isize * s;
             }
         }
         let run = Run {

@@ -180,7 +180,7 @@ proptest! {
         let refs: Vec<&Layout> = ls.iter().collect();
         let plan = LoopPlan::new(&refs);
         let n = plan.numel();
-        let want: Vec<Vec<usize>> = ls.iter().map(|l| naive_offsets(l)).collect();
+        let want: Vec<Vec<usize>> = ls.iter().map(naive_offsets).collect();
         let all: Vec<[usize; 3]> = plan.runs::<3>(0..n).elements().collect();
         for k in 0..3 {
             assert_eq!(all.iter().map(|t| t[k]).collect::<Vec<_>>(), want[k]);
