@@ -13,8 +13,9 @@
 //! once (a division per dim); after that each run costs one add per operand for the next row and,
 //! when a dim wraps, one add and one subtract per operand per carried dim. No multiplication over
 //! all dims per run, no allocation per run: operands live in fixed-size arrays (`N` is a const
-//! generic the caller knows), and the index counter of the outer dims is inline for ranks up to
-//! `INLINE + 2` (a coalesced plan rarely has more than 3 dims).
+//! generic the caller knows); only the index of the dims above the last two needs memory, one
+//! small `Vec` per iterator for rank 3 and up (a coalesced plan rarely has more than 2 dims).
+//! The constructor is cheap enough to build one iterator per output row of a reduction.
 //!
 //! [`Offsets`] is the per-element form (every offset tuple in turn, built on `Runs`);
 //! `Layout::offsets` is `Offsets<1>` over a layout.
@@ -39,34 +40,6 @@ pub struct Run<const N: usize> {
     pub len: usize,
 }
 
-/// Outer dims whose index lives inline in the iterator (beyond the last outer dim, which has its
-/// own fields).
-const INLINE: usize = 6;
-
-/// The index of the outer dims `0..nd - 2`, touched only when the dim `nd - 2` wraps.
-#[derive(Debug, Clone)]
-enum Counter {
-    Inline([usize; INLINE]),
-    Heap(Vec<usize>),
-}
-
-impl Counter {
-    fn zeros(n: usize) -> Counter {
-        if n <= INLINE {
-            Counter::Inline([0; INLINE])
-        } else {
-            Counter::Heap(vec![0; n])
-        }
-    }
-    #[inline]
-    fn get_mut(&mut self) -> &mut [usize] {
-        match self {
-            Counter::Inline(a) => a,
-            Counter::Heap(v) => v,
-        }
-    }
-}
-
 /// The inner runs of `start..end`; see the module docs.
 #[derive(Debug, Clone)]
 pub struct Runs<'a, const N: usize> {
@@ -79,13 +52,12 @@ pub struct Runs<'a, const N: usize> {
     row: [isize; N],
     /// Inner index of the next element (non-zero only before the first run).
     i_in: usize,
-    /// The last outer dim (`nd - 2`): its index, size, strides and the span to undo on a wrap.
+    /// The last outer dim (`nd - 2`): its index, size and strides.
     j: usize,
     nj: usize,
     sj: [isize; N],
-    wrap_j: [isize; N],
-    /// Indices of the outer dims `0..nd - 2`.
-    idx: Counter,
+    /// Indices of the outer dims `0..nd - 2` (empty, so never allocated, below rank 3).
+    idx: Vec<usize>,
     pos: usize,
     end: usize,
 }
@@ -104,6 +76,22 @@ fn unravel_into(shape: &[usize], mut linear: usize, idx: &mut [usize]) {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn bad_strides(shape: &[usize], k: usize, strides: &[isize]) -> ! {
+    panic!(
+        "Runs: every operand needs {} strides for shape {shape:?}; operand {k} has {strides:?}",
+        shape.len()
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn outside(range: Range<usize>, shape: &[usize]) -> ! {
+    let numel: usize = shape.iter().product();
+    panic!("Runs: range {range:?} outside the {numel} elements of {shape:?}")
+}
+
 /// The C-order multi-index of element `linear` of `shape` (`linear < numel(shape)`).
 pub fn unravel(shape: &[usize], linear: usize) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
@@ -115,6 +103,7 @@ impl<'a, const N: usize> Runs<'a, N> {
     /// Runs over raw parts: operand `k` has strides `strides[k]` (each `shape.len()` long) and its
     /// first element at `offsets[k]`. Every element of `range` must be reachable (offsets >= 0),
     /// and `range.end <= numel(shape)`.
+    #[inline(always)]
     pub fn from_parts(
         shape: &'a [usize],
         strides: [&'a [isize]; N],
@@ -122,62 +111,45 @@ impl<'a, const N: usize> Runs<'a, N> {
         range: Range<usize>,
     ) -> Runs<'a, N> {
         let nd = shape.len();
-        assert!(
-            strides.iter().all(|s| s.len() == nd),
-            "Runs: every operand needs {nd} strides"
-        );
+        for (k, s) in strides.iter().enumerate() {
+            if s.len() != nd {
+                // (the array itself is not passed on: taking its address costs the hot path)
+                bad_strides(shape, k, s);
+            }
+        }
         let (start, end) = (range.start, range.end.max(range.start));
+        let (inner, inner_strides) = match nd {
+            0 => (1, [0; N]),
+            _ => (shape[nd - 1], strides.map(|s| s[nd - 1])),
+        };
+        let (nj, sj) = match nd {
+            0 | 1 => (1, [0; N]),
+            _ => (shape[nd - 2], strides.map(|s| s[nd - 2])),
+        };
         let mut it = Runs {
             shape,
             strides,
-            inner: 1,
-            inner_strides: [0; N],
+            inner,
+            inner_strides,
             row: offsets.map(|o| o as isize),
             i_in: 0,
             j: 0,
-            nj: 1,
-            sj: [0; N],
-            wrap_j: [0; N],
-            idx: Counter::Inline([0; INLINE]),
+            nj,
+            sj,
+            idx: Vec::new(),
             pos: start,
             end,
         };
-        if nd > 0 {
-            it.inner = shape[nd - 1];
-            it.inner_strides = strides.map(|s| s[nd - 1]);
-        }
-        if start == end {
-            return it;
-        }
-        let numel: usize = shape.iter().product();
-        assert!(
-            end <= numel,
-            "Runs: range {start}..{end} outside {numel} elements of {shape:?}"
-        );
-        if nd == 0 {
-            return it;
-        }
-        it.i_in = start % it.inner;
-        let mut rest = start / it.inner;
-        if nd >= 2 {
-            let jd = nd - 2;
-            it.nj = shape[jd];
-            it.sj = strides.map(|s| s[jd]);
-            it.wrap_j = strides.map(|s| s[jd].wrapping_mul(shape[jd] as isize));
-            it.j = rest % it.nj;
-            rest /= it.nj;
-            for k in 0..N {
-                it.row[k] += it.j as isize * it.sj[k];
+        if start < end {
+            let numel: usize = shape.iter().product();
+            if end > numel {
+                outside(start..end, shape);
             }
-            it.idx = Counter::zeros(jd);
-            if rest > 0 {
-                let idx = &mut it.idx.get_mut()[..jd];
-                unravel_into(&shape[..jd], rest, idx);
-                for (d, &i) in idx.iter().enumerate() {
-                    for (r, s) in it.row.iter_mut().zip(&strides) {
-                        *r += i as isize * s[d];
-                    }
-                }
+            // Out of line: the common start (rank <= 2, element 0) needs neither. The parts go
+            // by value and come back by value, so that `it` can live in registers.
+            if nd >= 3 || start > 0 {
+                let (row, i_in, j, idx) = seek(shape, strides, it.row, start);
+                (it.row, it.i_in, it.j, it.idx) = (row, i_in, j, idx);
             }
         }
         it
@@ -190,6 +162,7 @@ impl<'a, const N: usize> Runs<'a, N> {
     }
 
     /// The per-element form of the remaining walk.
+    #[inline]
     pub fn elements(self) -> Offsets<'a, N> {
         Offsets {
             step: self.inner_strides,
@@ -209,35 +182,78 @@ impl<'a, const N: usize> Runs<'a, N> {
         if self.j < self.nj {
             return;
         }
-        self.carry();
-    }
-
-    #[inline(never)]
-    fn carry(&mut self) {
         self.j = 0;
         for k in 0..N {
-            self.row[k] = self.row[k].wrapping_sub(self.wrap_j[k]);
+            let back = self.sj[k].wrapping_mul(self.nj as isize);
+            self.row[k] = self.row[k].wrapping_sub(back);
         }
-        let nd = self.shape.len();
-        if nd < 3 {
-            return;
+        if !self.idx.is_empty() {
+            self.row = carry(self.shape, self.strides, &mut self.idx, self.row);
         }
-        let idx = self.idx.get_mut();
-        for d in (0..nd - 2).rev() {
-            idx[d] += 1;
-            for k in 0..N {
-                self.row[k] = self.row[k].wrapping_add(self.strides[k][d]);
-            }
-            if idx[d] < self.shape[d] {
-                return;
-            }
-            idx[d] = 0;
-            for k in 0..N {
-                let back = self.strides[k][d].wrapping_mul(self.shape[d] as isize);
-                self.row[k] = self.row[k].wrapping_sub(back);
+    }
+}
+
+/// The index and offsets of element `start` (`start < numel`) from those of element 0: the
+/// inner index, the index of dim `nd - 2`, and that of the dims above (allocated for rank >= 3).
+#[inline(never)]
+fn seek<const N: usize>(
+    shape: &[usize],
+    strides: [&[isize]; N],
+    mut row: [isize; N],
+    start: usize,
+) -> ([isize; N], usize, usize, Vec<usize>) {
+    let nd = shape.len();
+    let mut idx = vec![0; nd.saturating_sub(2)];
+    if nd == 0 || start == 0 {
+        return (row, 0, 0, idx);
+    }
+    let inner = shape[nd - 1];
+    let i_in = start % inner;
+    let mut rest = start / inner;
+    if nd == 1 {
+        return (row, i_in, 0, idx);
+    }
+    let nj = shape[nd - 2];
+    let j = rest % nj;
+    rest /= nj;
+    for (r, s) in row.iter_mut().zip(&strides) {
+        *r += j as isize * s[nd - 2];
+    }
+    if rest > 0 {
+        unravel_into(&shape[..nd - 2], rest, &mut idx);
+        for (d, &i) in idx.iter().enumerate() {
+            for (r, s) in row.iter_mut().zip(&strides) {
+                *r += i as isize * s[d];
             }
         }
     }
+    (row, i_in, j, idx)
+}
+
+/// The carry of a wrap of dim `nd - 2` into the dims above it (`idx`, non-empty): steps the
+/// first of them that does not wrap, rewinding those that do. Returns the new `row`.
+#[inline(never)]
+fn carry<const N: usize>(
+    shape: &[usize],
+    strides: [&[isize]; N],
+    idx: &mut [usize],
+    mut row: [isize; N],
+) -> [isize; N] {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        for k in 0..N {
+            row[k] = row[k].wrapping_add(strides[k][d]);
+        }
+        if idx[d] < shape[d] {
+            break;
+        }
+        idx[d] = 0;
+        for k in 0..N {
+            let back = strides[k][d].wrapping_mul(shape[d] as isize);
+            row[k] = row[k].wrapping_sub(back);
+        }
+    }
+    row
 }
 
 impl<const N: usize> Iterator for Runs<'_, N> {
@@ -318,6 +334,7 @@ impl<const N: usize> std::iter::FusedIterator for Offsets<'_, N> {}
 impl LoopPlan {
     /// The runs of elements `range` over all `N` operands of the plan (`N` must equal the number
     /// of operands).
+    #[inline]
     pub fn runs<const N: usize>(&self, range: Range<usize>) -> Runs<'_, N> {
         assert_eq!(
             self.strides.len(),
@@ -329,6 +346,7 @@ impl LoopPlan {
     }
 
     /// The runs of elements `range` over the plan's operands `ops` (in that order).
+    #[inline]
     pub fn runs_of<const N: usize>(&self, ops: [usize; N], range: Range<usize>) -> Runs<'_, N> {
         Runs::from_parts(
             &self.shape,

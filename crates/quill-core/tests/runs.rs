@@ -266,9 +266,9 @@ fn a_range_past_the_end_panics() {
     let _ = Runs::<1>::from_parts(&[2, 2], [&[2, 1]], [0], 1..5);
 }
 
-/// Deep shapes (more outer dims than the inline counter holds) walk like shallow ones.
+/// Deep shapes (rank 12, several carried dims) walk like shallow ones.
 #[test]
-fn deep_shapes_use_the_heap_counter() {
+fn deep_shapes_walk_like_shallow_ones() {
     let shape = vec![2usize; 12];
     let l = Layout::contiguous(&shape)
         .unwrap()
