@@ -11,8 +11,8 @@
 //!
 //! Cost: starting at an arbitrary element (a rayon chunk) computes its multi-index and offsets
 //! once (a division per dim); after that each run costs one add per operand for the next row and,
-//! when a dim wraps, one add and one subtract per operand per carried dim. No multiplication over
-//! all dims per run, no allocation per run: operands live in fixed-size arrays (`N` is a const
+//! when a dim wraps, a rewind of that dim (subtract stride x size) and a step of the next one per
+//! operand. No multiplication over all dims per run, no allocation per run: operands live in fixed-size arrays (`N` is a const
 //! generic the caller knows); only the index of the dims above the last two needs memory, one
 //! small `Vec` per iterator for rank 3 and up (a coalesced plan rarely has more than 2 dims).
 //! The constructor is cheap enough to build one iterator per output row of a reduction.
