@@ -3,6 +3,7 @@
 //! buffer, or an error naming the op and its arguments.
 
 use crate::error::{Error, Result};
+use crate::runs::{Offsets, Runs};
 use crate::shape::{checked_numel, contiguous_strides, normalize_axes, normalize_axis};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -435,48 +436,29 @@ fn nocopy_strides(
     Some(ns)
 }
 
-/// C-order odometer over the offsets of a layout.
-pub struct OffsetIter<'a> {
-    layout: &'a Layout,
-    index: Vec<usize>,
-    next: isize,
-    remaining: usize,
-}
+/// The offsets of a layout's elements in C order: [`Offsets`] over the layout's own shape and
+/// strides (see the `runs` module).
+#[derive(Debug, Clone)]
+pub struct OffsetIter<'a>(Offsets<'a, 1>);
 
 impl<'a> OffsetIter<'a> {
     fn new(layout: &'a Layout) -> Self {
-        OffsetIter {
-            layout,
-            index: vec![0; layout.ndim()],
-            next: layout.offset as isize,
-            remaining: layout.numel(),
-        }
+        let n = layout.numel();
+        OffsetIter(
+            Runs::from_parts(&layout.shape, [&layout.strides], [layout.offset], 0..n).elements(),
+        )
     }
 }
 
 impl Iterator for OffsetIter<'_> {
     type Item = usize;
+    #[inline]
     fn next(&mut self) -> Option<usize> {
-        if self.remaining == 0 {
-            return None;
-        }
-        self.remaining -= 1;
-        let out = self.next as usize;
-        for d in (0..self.index.len()).rev() {
-            self.index[d] += 1;
-            // Wrapping: a size-1 dim may carry any stride, and the overshoot is undone below.
-            self.next = self.next.wrapping_add(self.layout.strides[d]);
-            if self.index[d] < self.layout.shape[d] {
-                break;
-            }
-            self.next = self
-                .next
-                .wrapping_sub(self.layout.strides[d].wrapping_mul(self.layout.shape[d] as isize));
-            self.index[d] = 0;
-        }
-        Some(out)
+        self.0.next().map(|[o]| o)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        self.0.size_hint()
     }
 }
+
+impl ExactSizeIterator for OffsetIter<'_> {}

@@ -1,6 +1,11 @@
 //! quill-core: the pure layer of quill. Shapes, layouts and every zero-copy view transform,
 //! NumPy slicing, the loop plan that kernels run, dtypes with their cast rules, and the one
 //! `Error` type. No unsafe code, no devices, no data.
+//!
+//! Walking a strided loop has exactly one implementation, [`Runs`] (module [`runs`]): the inner
+//! runs of a [`LoopPlan`] (or of raw shape / strides / offsets) over any element range, with
+//! offsets updated incrementally; [`Offsets`] is its per-element form, and `Layout::offsets`
+//! is built on it. Kernels and helpers must use it rather than write their own index counter.
 
 #![forbid(unsafe_code)]
 
@@ -11,6 +16,7 @@ pub mod layout;
 pub mod ops;
 pub mod plan;
 pub mod promote;
+pub mod runs;
 pub mod shape;
 pub mod slice;
 
@@ -22,4 +28,5 @@ pub use layout::{Layout, OffsetIter};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use plan::LoopPlan;
 pub use promote::{promote_types, promote_with_scalar};
+pub use runs::{Offsets, Run, Runs};
 pub use slice::{Ellipsis, NewAxis, SliceArg};

@@ -23,54 +23,22 @@ where
         dst[0] = f(src[plan.offsets[1]]);
         return;
     }
-    let n = plan.ndim();
-    let last = n - 1;
-    let (shape, ss) = (&plan.shape, &plan.strides[1]);
+    // `dst` is operand 0, contiguous: a run's destination is its linear position.
+    let row_len: usize = plan.shape[1..].iter().product();
     for_dst_rows(dst, &plan, 1, |chunk, base, r0, r1| {
-        let (len, sl) = if n == 1 {
-            (r1 - r0, ss[0])
-        } else {
-            (shape[last], ss[last])
-        };
-        let mut idx: Vec<usize> = if n == 1 {
-            vec![]
-        } else {
-            (0..last).map(|d| if d == 0 { r0 } else { 0 }).collect()
-        };
-        let mut d = if n == 1 {
-            r0
-        } else {
-            r0 * shape[1..].iter().product::<usize>()
-        } - base;
-        let s_start = plan.offsets[1] as isize + if n == 1 { r0 as isize * ss[0] } else { 0 };
-        loop {
-            let mut s = s_start;
-            for (j, &i) in idx.iter().enumerate() {
-                s += i as isize * ss[j];
-            }
-            let out = &mut chunk[d..d + len];
+        let runs = plan.runs_of([1], r0 * row_len..r1 * row_len);
+        let [sl] = runs.inner_strides();
+        for r in runs {
+            let [s] = r.offsets;
+            let out = &mut chunk[r.pos - base..r.pos - base + r.len];
             if sl == 1 {
-                for (o, &a) in out.iter_mut().zip(&src[s as usize..s as usize + len]) {
+                for (o, &a) in out.iter_mut().zip(&src[s..s + r.len]) {
                     *o = f(a);
                 }
             } else {
                 for (i, o) in out.iter_mut().enumerate() {
-                    *o = f(src[(s + i as isize * sl) as usize]);
+                    *o = f(src[(s as isize + i as isize * sl) as usize]);
                 }
-            }
-            d += len;
-            let mut j = idx.len();
-            loop {
-                if j == 0 {
-                    return;
-                }
-                j -= 1;
-                idx[j] += 1;
-                let hi = if j == 0 { r1 } else { shape[j] };
-                if idx[j] < hi {
-                    break;
-                }
-                idx[j] = if j == 0 { r0 } else { 0 };
             }
         }
     });

@@ -5,7 +5,7 @@
 
 use crate::par::for_dst_rows;
 use crate::transpose::Word;
-use quill_core::{Layout, LoopPlan};
+use quill_core::{Layout, LoopPlan, Runs};
 
 /// Copies `src` seen through `src_l` into `dst` seen through `dst_l` (same shape). Both layouts
 /// must lie inside their slices (the array types guarantee it); an out-of-range index would
@@ -55,74 +55,45 @@ fn copy_rows<T: Word>(
     r1: usize,
 ) {
     let n = p.ndim();
-    let (ds, ss) = (&p.strides[0], &p.strides[1]);
-    let d_origin = p.offsets[0] as isize - base as isize;
-    let s_origin = p.offsets[1] as isize;
     let last = n - 1;
-    if n == 1 {
-        let d0 = d_origin + r0 as isize * ds[0];
-        row(
+    let (ds, ss) = (&p.strides[0], &p.strides[1]);
+    let Some(k) = tile_k else {
+        // One row of the inner dim per run.
+        let row_len: usize = p.shape[1..].iter().product();
+        let runs = p.runs::<2>(r0 * row_len..r1 * row_len);
+        let [dl, sl] = runs.inner_strides();
+        for r in runs {
+            let [d0, s0] = r.offsets;
+            row(dst, d0 - base, dl, src, s0 as isize, sl, r.len);
+        }
+        return;
+    };
+    // Tiles of dims (k, last) at each index of the other dims, rows r0..r1 of dim 0 either
+    // among those (k > 0) or inside the tiles (k == 0).
+    let odims: Vec<usize> = (0..last).filter(|&d| d != k).collect();
+    let shape: Vec<usize> = odims.iter().map(|&d| p.shape[d]).collect();
+    let (dso, sso): (Vec<isize>, Vec<isize>) = odims.iter().map(|&d| (ds[d], ss[d])).unzip();
+    let (a, b) = if k == 0 { (r0, r1) } else { (0, p.shape[k]) };
+    let range = if k == 0 {
+        0..shape.iter().product()
+    } else {
+        let per: usize = shape[1..].iter().product();
+        r0 * per..r1 * per
+    };
+    let a_ = a as isize;
+    let offsets = Runs::from_parts(&shape, [&dso, &sso], [p.offsets[0], p.offsets[1]], range);
+    for [doff, soff] in offsets.elements() {
+        T::tile(
             dst,
-            d0 as usize,
-            ds[0],
+            doff as isize - base as isize + a_ * ds[k],
+            ds[k],
             src,
-            s_origin + r0 as isize * ss[0],
-            ss[0],
-            r1 - r0,
+            soff as isize + a_ * ss[k],
+            ss[k],
+            ss[last],
+            b - a,
+            p.shape[last],
         );
-        return;
-    }
-    let odims: Vec<usize> = (0..last).filter(|&d| Some(d) != tile_k).collect();
-    let lo = |d: usize| if d == 0 { r0 } else { 0 };
-    let hi = |d: usize| if d == 0 { r1 } else { p.shape[d] };
-    if odims.iter().any(|&d| lo(d) >= hi(d)) || r0 >= r1 {
-        return;
-    }
-    let mut idx: Vec<usize> = odims.iter().map(|&d| lo(d)).collect();
-    loop {
-        let (mut doff, mut soff) = (d_origin, s_origin);
-        for (j, &d) in odims.iter().enumerate() {
-            doff += idx[j] as isize * ds[d];
-            soff += idx[j] as isize * ss[d];
-        }
-        match tile_k {
-            Some(k) => {
-                let (a, b) = if k == 0 { (r0, r1) } else { (0, p.shape[k]) };
-                let (a_, rows) = (a as isize, b - a);
-                T::tile(
-                    dst,
-                    doff + a_ * ds[k],
-                    ds[k],
-                    src,
-                    soff + a_ * ss[k],
-                    ss[k],
-                    ss[last],
-                    rows,
-                    p.shape[last],
-                );
-            }
-            None => row(
-                dst,
-                doff as usize,
-                ds[last],
-                src,
-                soff,
-                ss[last],
-                p.shape[last],
-            ),
-        }
-        let mut j = odims.len();
-        loop {
-            if j == 0 {
-                return;
-            }
-            j -= 1;
-            idx[j] += 1;
-            if idx[j] < hi(odims[j]) {
-                break;
-            }
-            idx[j] = lo(odims[j]);
-        }
     }
 }
 

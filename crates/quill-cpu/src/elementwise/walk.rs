@@ -1,6 +1,6 @@
 //! The loop driver of every elementwise kernel. The output is a fresh contiguous buffer
 //! (operand 0 of the plan); the inputs (operands 1..=N) have any strides, broadcast included.
-//! The coalesced plan is cut into inner runs: for each run the body gets the output slice, each
+//! The coalesced plan is cut into inner runs by quill-core's `Runs`: for each run the body gets the output slice, each
 //! input's start offset and its inner stride, and picks its fast path (contiguous, stride 0, or
 //! strided) once per run. Large outputs split into chunks that rayon runs in parallel; the split
 //! depends only on the size and the thread count, so results are deterministic.
@@ -24,10 +24,6 @@ pub fn for_each_run<U, const N: usize>(
     if numel == 0 {
         return;
     }
-    if plan.ndim() == 0 {
-        body(out, std::array::from_fn(|k| plan.offsets[k + 1]), [0; N]);
-        return;
-    }
     let threads = rayon::current_num_threads();
     if numel < GRAIN || threads < 2 {
         walk(out, 0, plan, &body);
@@ -39,45 +35,19 @@ pub fn for_each_run<U, const N: usize>(
         .for_each(|(i, o)| walk(o, i * chunk, plan, &body));
 }
 
-/// The runs of the elements `start..start + out.len()` (C order).
+/// The runs of the elements `start..start + out.len()` (C order) over the inputs (operands
+/// `1..=N` of the plan).
 fn walk<U, const N: usize>(
     out: &mut [U],
     start: usize,
     plan: &LoopPlan,
     body: &(impl Fn(&mut [U], [usize; N], [isize; N]) + Sync),
 ) {
-    let nd = plan.ndim();
-    let last = nd - 1;
-    let inner = plan.shape[last];
-    let mut idx = vec![0usize; nd];
-    let mut rest = start;
-    for d in (0..nd).rev() {
-        idx[d] = rest % plan.shape[d];
-        rest /= plan.shape[d];
-    }
-    let inner_strides: [isize; N] = std::array::from_fn(|k| plan.strides[k + 1][last]);
-    let mut pos = 0;
-    while pos < out.len() {
-        let len = (inner - idx[last]).min(out.len() - pos);
-        let offs: [usize; N] = std::array::from_fn(|k| {
-            let s = &plan.strides[k + 1];
-            let o = plan.offsets[k + 1] as isize
-                + idx
-                    .iter()
-                    .zip(s)
-                    .map(|(&i, &st)| i as isize * st)
-                    .sum::<isize>();
-            o as usize
-        });
-        body(&mut out[pos..pos + len], offs, inner_strides);
-        pos += len;
-        idx[last] += len;
-        let mut d = last;
-        while idx[d] == plan.shape[d] && d > 0 {
-            idx[d] = 0;
-            d -= 1;
-            idx[d] += 1;
-        }
+    let runs = plan.runs_of(std::array::from_fn(|k| k + 1), start..start + out.len());
+    let strides = runs.inner_strides();
+    for r in runs {
+        let at = r.pos - start;
+        body(&mut out[at..at + r.len], r.offsets, strides);
     }
 }
 

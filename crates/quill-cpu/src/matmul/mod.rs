@@ -14,7 +14,7 @@ use crate::CpuStorage;
 use gemm::{Gemm, Real};
 use half::{bf16, f16};
 use pack::{Cvt, Mat};
-use quill_core::{Error, Layout, Result};
+use quill_core::{Error, Layout, Result, Runs};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -143,24 +143,16 @@ fn mats(a_l: &Layout, b_l: &Layout) -> Batch {
     let (sa, sb) = (a_l.strides(), b_l.strides());
     let batch = &a_l.shape()[..r - 2];
     let count: usize = batch.iter().product();
-    let mut offsets = Vec::with_capacity(count);
-    let mut idx = vec![0usize; batch.len()];
-    let (mut oa, mut ob) = (a_l.offset() as isize, b_l.offset() as isize);
-    for _ in 0..count {
-        offsets.push((oa as usize, ob as usize));
-        // Odometer over the batch dims; offsets stay inside the buffer by the layouts' checks.
-        for d in (0..batch.len()).rev() {
-            idx[d] += 1;
-            oa += sa[d];
-            ob += sb[d];
-            if idx[d] < batch[d] {
-                break;
-            }
-            oa -= sa[d] * batch[d] as isize;
-            ob -= sb[d] * batch[d] as isize;
-            idx[d] = 0;
-        }
-    }
+    // Offsets stay inside the buffers by the layouts' checks.
+    let offsets = Runs::from_parts(
+        batch,
+        [&sa[..r - 2], &sb[..r - 2]],
+        [a_l.offset(), b_l.offset()],
+        0..count,
+    )
+    .elements()
+    .map(|[oa, ob]| (oa, ob))
+    .collect();
     Batch {
         offsets,
         a: (sa[r - 2], sa[r - 1]),

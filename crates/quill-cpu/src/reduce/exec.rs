@@ -8,7 +8,7 @@
 //! sizes only, never on the thread count, and partials are combined in a fixed order, so the
 //! result is bit-identical for any number of threads.
 
-use super::plan::{for_segments, Odometer, ReducePlan};
+use super::plan::ReducePlan;
 use crate::par::GRAIN;
 use rayon::prelude::*;
 
@@ -112,10 +112,11 @@ fn fold_range<T, K: Kernel<T>>(
     (a, b): (usize, usize),
     out: usize,
 ) -> K::Acc {
-    let s_in = p.red.last().expect("red is non-empty").1;
+    let s_in = p.red.last().1;
     let mut cas = Cascade::new(k.identity());
     let mut single = None;
-    for_segments(&p.red, base, a, b, |off, len, pos| {
+    for r in p.red.runs(base, a..b) {
+        let (off, len, pos) = (r.offsets[0] as isize, r.len, r.pos);
         let mut i = 0;
         while i < len {
             let n = (len - i).min(BLOCK);
@@ -128,7 +129,7 @@ fn fold_range<T, K: Kernel<T>>(
             }
             i += n;
         }
-    });
+    }
     single.unwrap_or_else(|| cas.finish(k.identity(), |x, y| k.combine(x, y)))
 }
 
@@ -141,7 +142,7 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
             .into_par_iter()
             .map(|t| {
                 let (o, c) = (t / nch, t % nch);
-                let base = Odometer::new(&p.kept, p.base, o).off;
+                let base = p.kept.offset(p.base, o);
                 let range = (c * CHUNK, ((c + 1) * CHUNK).min(n_red));
                 fold_range(k, src, p, base, range, o)
             })
@@ -162,10 +163,12 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
         .max(1);
     let task = |t: usize, chunk: &mut [K::Out]| {
         let o0 = t * per;
-        let mut od = Odometer::new(&p.kept, p.base, o0);
-        for (j, slot) in chunk.iter_mut().enumerate() {
-            *slot = k.finish(fold_range(k, src, p, od.off, (0, n_red), o0 + j), o0 + j);
-            od.step();
+        let bases = p.kept.offsets(p.base, o0..o0 + chunk.len());
+        for (j, (slot, [base])) in chunk.iter_mut().zip(bases).enumerate() {
+            *slot = k.finish(
+                fold_range(k, src, p, base as isize, (0, n_red), o0 + j),
+                o0 + j,
+            );
         }
     };
     if work < GRAIN {
@@ -215,12 +218,10 @@ impl<A: Copy> RowCascade<A> {
 }
 
 fn run_outer<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut [K::Out]) {
-    let (lk, _) = *p
-        .kept
-        .last()
-        .expect("the outer loop has a unit-stride kept dim");
-    let outer_kept = &p.kept[..p.kept.len() - 1];
-    let s_in = p.red.last().expect("red is non-empty").1;
+    // The outer loop has a unit-stride kept dim, last.
+    let (lk, _) = p.kept.last();
+    let outer_kept = p.kept.outer();
+    let s_in = p.red.last().1;
     let w = COLS.min(lk);
     let ncol = lk.div_ceil(w);
     let rch = (ROWS_WORK / w).next_multiple_of(ROW_BLOCK);
@@ -228,7 +229,7 @@ fn run_outer<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
     // The partial of rows `r0..r1` of column chunk `c0..c0 + wl` of outer output `oo`.
     let task = |oo: usize, c0: usize, (r0, r1): (usize, usize)| -> Vec<K::Acc> {
         let wl = w.min(lk - c0);
-        let base = Odometer::new(outer_kept, p.base, oo).off + c0 as isize;
+        let base = outer_kept.offset(p.base, oo) + c0 as isize;
         let out0 = oo * lk + c0;
         let mut cas = RowCascade {
             slots: Vec::new(),
@@ -236,7 +237,8 @@ fn run_outer<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
         };
         let mut blk = cas.fresh(k.identity(), wl);
         let mut rows = 0;
-        for_segments(&p.red, base, r0, r1, |off, len, pos| {
+        for r in p.red.runs(base, r0..r1) {
+            let (off, len, pos) = (r.offsets[0] as isize, r.len, r.pos);
             for i in 0..len {
                 let o = (off + i as isize * s_in) as usize;
                 k.fold_row(&mut blk, &src[o..o + wl], pos + i, out0);
@@ -247,7 +249,7 @@ fn run_outer<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
                     rows = 0;
                 }
             }
-        });
+        }
         // The open block is the newest partial; the slots fold from the oldest (highest) down.
         let pending = (rows > 0).then_some(blk);
         let parts = cas.slots.into_iter().rev().flatten().chain(pending);

@@ -68,8 +68,7 @@ fn reorder(p: &ReducePlan, s: CpuStorage) -> CpuStorage {
     let Some((sizes, pos)) = &p.perm else {
         return s;
     };
-    let computed: Vec<usize> = p.kept.iter().map(|d| d.0).collect();
-    let cs = contiguous_strides(&computed);
+    let cs = contiguous_strides(&p.kept.shape);
     let strides: Vec<isize> = pos.iter().map(|&q| cs[q]).collect();
     let l = Layout::as_strided(sizes, &strides, 0, s.len())
         .expect("a permutation of a contiguous buffer stays inside it");

@@ -9,19 +9,65 @@
 //! Reduced dims may be flipped and reordered (the fold is associative) except for argmax/argmin,
 //! whose answer is a position in C order: for them only adjacent dims merge.
 
-use quill_core::Layout;
+use quill_core::{Layout, Offsets, Runs};
+use std::ops::Range;
 
 /// One dim of a plan: (size, stride in elements).
 pub type Dim = (usize, isize);
+
+/// A group of dims (kept or reduced), outermost first, walked with quill-core's `Runs`.
+#[derive(Debug, Clone, Default)]
+pub struct Dims {
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+}
+
+impl Dims {
+    fn of(dims: Vec<Dim>) -> Dims {
+        let (shape, strides) = dims.into_iter().unzip();
+        Dims { shape, strides }
+    }
+    /// The innermost dim (size, stride); the group must not be empty.
+    pub fn last(&self) -> Dim {
+        let n = self.shape.len() - 1;
+        (self.shape[n], self.strides[n])
+    }
+    /// The group without its innermost dim.
+    pub fn outer(&self) -> Dims {
+        let n = self.shape.len().saturating_sub(1);
+        Dims {
+            shape: self.shape[..n].to_vec(),
+            strides: self.strides[..n].to_vec(),
+        }
+    }
+    /// The inner runs of the positions `range` (C order) from the first element at `base`.
+    #[inline]
+    pub fn runs(&self, base: isize, range: Range<usize>) -> Runs<'_, 1> {
+        Runs::from_parts(&self.shape, [&self.strides], [base as usize], range)
+    }
+    /// The offset of every position in `range`, in order.
+    #[inline]
+    pub fn offsets(&self, base: isize, range: Range<usize>) -> Offsets<'_, 1> {
+        self.runs(base, range).elements()
+    }
+    /// The offset of position `linear`.
+    pub fn offset(&self, base: isize, linear: usize) -> isize {
+        let [o] = self
+            .offsets(base, linear..linear + 1)
+            .next()
+            .expect("linear is inside the group");
+        o as isize
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct ReducePlan {
     /// Offset of the first element reached (after flips).
     pub base: isize,
     /// Kept dims in the order the kernels write the output (C-contiguous over these sizes).
-    pub kept: Vec<Dim>,
+    pub kept: Dims,
     /// Reduced dims, outermost first; never empty (a lone `(1, 1)` when nothing is reduced).
-    pub red: Vec<Dim>,
+    pub red: Dims,
     pub outer: bool,
     /// The kept sizes in the output's order, and for each its position in `kept`, when the
     /// kernels' order differs (the outer loop moved its unit-stride dim last).
@@ -60,8 +106,8 @@ impl ReducePlan {
         let n_red: usize = red.iter().map(|d| d.0).product();
         let mut plan = ReducePlan {
             base,
-            kept: vec![],
-            red: vec![(1, 1)],
+            kept: Dims::default(),
+            red: Dims::of(vec![(1, 1)]),
             outer: false,
             perm: None,
             n_out,
@@ -105,65 +151,8 @@ impl ReducePlan {
                 plan.perm = Some((sizes, pos));
             }
         }
-        plan.kept = kept;
-        plan.red = red;
+        plan.kept = Dims::of(kept);
+        plan.red = Dims::of(red);
         plan
-    }
-}
-
-/// C-order walk over the offsets of `dims` from a linear start.
-pub struct Odometer<'a> {
-    dims: &'a [Dim],
-    idx: Vec<usize>,
-    pub off: isize,
-}
-
-impl<'a> Odometer<'a> {
-    pub fn new(dims: &'a [Dim], base: isize, mut linear: usize) -> Odometer<'a> {
-        let mut idx = vec![0; dims.len()];
-        let mut off = base;
-        for (d, &(n, s)) in dims.iter().enumerate().rev() {
-            idx[d] = linear % n;
-            linear /= n;
-            off += idx[d] as isize * s;
-        }
-        Odometer { dims, idx, off }
-    }
-
-    #[inline]
-    pub fn step(&mut self) {
-        for (d, &(n, s)) in self.dims.iter().enumerate().rev() {
-            self.idx[d] += 1;
-            self.off += s;
-            if self.idx[d] < n {
-                return;
-            }
-            self.off -= s * n as isize;
-            self.idx[d] = 0;
-        }
-    }
-}
-
-/// Calls `f(offset, len, pos)` for each run of the innermost dim of `dims` covering the linear
-/// positions `a..b` (C order), where `pos` is the linear position of the run's first element.
-#[inline]
-pub fn for_segments(
-    dims: &[Dim],
-    base: isize,
-    a: usize,
-    b: usize,
-    mut f: impl FnMut(isize, usize, usize),
-) {
-    let (n_in, s_in) = *dims.last().expect("at least one dim");
-    let mut od = Odometer::new(&dims[..dims.len() - 1], base, a / n_in);
-    let (mut i_in, mut pos) = (a % n_in, a);
-    while pos < b {
-        let len = (n_in - i_in).min(b - pos);
-        f(od.off + i_in as isize * s_in, len, pos);
-        pos += len;
-        i_in = 0;
-        if pos < b {
-            od.step();
-        }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::{graph, no_grad, BackwardOptions, Tensor};
 use crate::NDArray;
+use quill_core::runs::unravel;
 use quill_core::{DType, Error, Result, SliceArg};
 use std::fmt;
 
@@ -151,7 +152,7 @@ pub fn gradcheck(
             .to_vec::<f64>()?;
         k += 1;
         for (flat, &a) in an.iter().enumerate() {
-            let idx = unravel(flat, x.shape());
+            let idx = unravel(x.shape(), flat);
             let at: Vec<SliceArg> = idx.iter().map(|&j| SliceArg::Index(j as isize)).collect();
             let v0 = x.array().slice(&at)?.item::<f64>()?;
             let eval = |v: f64| -> Result<f64> {
@@ -182,13 +183,4 @@ pub fn gradcheck(
     // NaN excess: both sides NaN, which agree.
     rep.passed = rep.excess.is_nan() || rep.excess <= 0.0;
     Ok(rep)
-}
-
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for (d, &n) in shape.iter().enumerate().rev() {
-        idx[d] = flat % n;
-        flat /= n;
-    }
-    idx
 }

@@ -43,7 +43,7 @@ mod float;
 mod tests;
 
 use float::{float_cells, FloatKind};
-use quill_core::{bf16, f16, Element, Result, SliceArg};
+use quill_core::{bf16, f16, Element, Result, Runs, SliceArg};
 use quill_cpu::{dispatch_dtype, CpuElement};
 use std::fmt;
 
@@ -153,6 +153,7 @@ fn gather<T: CpuElement>(a: &NDArray, summarize: bool) -> Result<Shown<T>> {
     // One block per choice of head or tail on each summarized axis; each block is a small view
     // that `to_vec` compacts, scattered into its place in the reduced array.
     let strides = c_strides(&shape);
+    let istrides: Vec<isize> = strides.iter().map(|&s| s as isize).collect();
     let mut data = vec![T::default(); shape.iter().product()];
     for mask in 0..1usize << cut.len() {
         let mut args = vec![SliceArg::FULL; full.len()];
@@ -166,18 +167,9 @@ fn gather<T: CpuElement>(a: &NDArray, summarize: bool) -> Result<Shown<T>> {
             };
         }
         let block = a.slice(&args)?;
-        let bshape = block.shape().to_vec();
-        let mut idx = vec![0usize; bshape.len()];
-        for v in block.to_vec::<T>()? {
-            let pos = base + idx.iter().zip(&strides).map(|(i, s)| i * s).sum::<usize>();
+        let places = Runs::from_parts(block.shape(), [&istrides], [base], 0..block.numel());
+        for (v, [pos]) in block.to_vec::<T>()?.into_iter().zip(places.elements()) {
             data[pos] = v;
-            for d in (0..idx.len()).rev() {
-                idx[d] += 1;
-                if idx[d] < bshape[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
         }
     }
     Ok(Shown {
