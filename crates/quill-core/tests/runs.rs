@@ -6,12 +6,10 @@
 //! innermost dim inside the range. Also: plans of real layouts (`LoopPlan::runs`, `runs_of`) and
 //! `Layout::offsets`.
 
-mod common;
-
-use common::{all_indices, numel, random_view, Rng};
 use proptest::prelude::*;
 use quill_core::runs::unravel;
 use quill_core::{Layout, LoopPlan, Run, Runs};
+use quill_test_support::{all_indices, numel, random_view, Prng};
 
 /// Random raw parts: shape, per-operand strides and start offsets that keep every reachable
 /// offset non-negative.
@@ -21,17 +19,17 @@ struct Parts<const N: usize> {
     offsets: [usize; N],
 }
 
-fn random_parts<const N: usize>(rng: &mut Rng) -> Parts<N> {
+fn random_parts<const N: usize>(rng: &mut Prng) -> Parts<N> {
     let rank = rng.below(9);
     let shape = rng.shape(rank, 4096);
     let strides: [Vec<isize>; N] = std::array::from_fn(|_| {
         (0..rank)
             .map(|_| match rng.below(8) {
                 0 => 0,
-                1 => rng.range(-(1 << 40), 1 << 40) as isize,
+                1 => rng.int::<i64>(-(1 << 40), 1 << 40) as isize,
                 2 => 1,
                 3 => -1,
-                _ => rng.range(-50, 50) as isize,
+                _ => rng.int::<i64>(-50, 50) as isize,
             })
             .collect()
     });
@@ -114,7 +112,7 @@ fn expand<const N: usize>(p: &Parts<N>, a: usize, b: usize) -> Vec<[usize; N]> {
     out
 }
 
-fn check<const N: usize>(rng: &mut Rng) {
+fn check<const N: usize>(rng: &mut Prng) {
     let p = random_parts::<N>(rng);
     let want = oracle(&p);
     let n = numel(&p.shape);
@@ -154,7 +152,7 @@ proptest! {
 
     #[test]
     fn runs_match_the_oracle_for_raw_parts(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         check::<1>(&mut rng);
         check::<2>(&mut rng);
         check::<3>(&mut rng);
@@ -165,14 +163,14 @@ proptest! {
     /// offsets, also for a subset of operands and any chunking.
     #[test]
     fn plan_runs_follow_every_operand(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
+        let mut rng = Prng::from_state(seed);
         let rank = rng.below(9);
         let target = rng.shape(rank, 4096);
         let ls: Vec<Layout> = (0..3)
             .map(|_| {
                 let own: Vec<usize> = target
                     .iter()
-                    .map(|&d| if rng.chance(1, 4) { 1 } else { d })
+                    .map(|&d| if rng.odds(1, 4) { 1 } else { d })
                     .collect();
                 random_view(&mut rng, &own).0.broadcast_to(&target).unwrap()
             })

@@ -49,39 +49,9 @@ fn walk<const K: usize>(
     plan: &LoopPlan,
     mut f: impl FnMut([usize; K]) -> Result<()>,
 ) -> Result<()> {
-    let n = plan.numel();
-    if n == 0 {
-        return Ok(());
-    }
-    let nd = plan.ndim();
-    let mut base: [isize; K] = std::array::from_fn(|k| plan.offsets[k] as isize);
-    if nd == 0 {
-        return f(base.map(|o| o as usize));
-    }
-    let inner = plan.shape[nd - 1];
-    let step: [isize; K] = std::array::from_fn(|k| plan.strides[k][nd - 1]);
-    let mut idx = vec![0usize; nd - 1];
-    for _ in 0..n / inner {
-        let mut o = base;
-        for _ in 0..inner {
-            f(o.map(|x| x as usize))?;
-            o.iter_mut().zip(&step).for_each(|(o, s)| *o += s);
-        }
-        for d in (0..nd - 1).rev() {
-            idx[d] += 1;
-            base.iter_mut()
-                .zip(&plan.strides)
-                .for_each(|(b, s)| *b += s[d]);
-            if idx[d] < plan.shape[d] {
-                break;
-            }
-            idx[d] = 0;
-            base.iter_mut()
-                .zip(&plan.strides)
-                .for_each(|(b, s)| *b -= s[d] * plan.shape[d] as isize);
-        }
-    }
-    Ok(())
+    plan.runs::<K>(0..plan.numel())
+        .elements()
+        .try_for_each(&mut f)
 }
 
 fn gather_kernel<T: Copy, I: Copy + Into<i64>>(
