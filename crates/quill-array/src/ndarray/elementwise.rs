@@ -35,10 +35,13 @@ impl NDArray {
             && op.compute_dtype(self.dtype, other.dtype)? == self.dtype
         {
             super::check_alloc(op.name(), self.numel(), self.dtype)?;
-            let [a, b] = colocate(op.name(), [self, other])?;
-            let g = Reads::new([&a, &b]);
-            let out = Storage::binary(op, (g.get(0), &a.layout), (g.get(1), &b.layout))?;
-            return NDArray::fresh(out, self.shape());
+            // Operands on one device (the common case) need no colocating: the dispatch
+            // itself refuses a mix, and only then are they colocated below.
+            let g = Reads::new([self, other]);
+            match Storage::binary(op, (g.get(0), &self.layout), (g.get(1), &other.layout)) {
+                Err(Error::DeviceMismatch { .. }) => {}
+                r => return NDArray::fresh(r?, self.shape()),
+            }
         }
         let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
@@ -101,12 +104,18 @@ impl NDArray {
         if !direct {
             return self.assign(&self.binary(op, other)?);
         }
-        let [_, b] = colocate(op.name(), [self, other])?;
-        let b = b.cast_for(compute);
-        let lb = b.layout.broadcast_to(self.shape())?;
-        let gb = b.read();
-        let mut gs = self.write();
-        Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
+        let run = |b: &NDArray| -> Result<()> {
+            let lb = b.layout.broadcast_to(self.shape())?;
+            let gb = b.read();
+            let mut gs = self.write();
+            Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
+        };
+        let b = other.cast_for(compute);
+        // Colocated only when the dispatch refuses a mix (a CPU scalar into a GPU array).
+        match run(&b) {
+            Err(Error::DeviceMismatch { .. }) => run(&colocate(op.name(), [self, &b])?[1]),
+            r => r,
+        }
     }
 
     /// `self = op(self, value)` in place, the scalar weak as in `binary_scalar`.
