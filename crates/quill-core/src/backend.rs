@@ -103,6 +103,54 @@ impl Update {
     }
 }
 
+/// Adam's per-step scalars, derived from the hyper-parameters in f64 as PyTorch derives them;
+/// every backend converts them to the compute dtype and runs the same per-element rule:
+/// `g += l2 * p` (coupled), `p *= decay` (decoupled), `m = lerp(m, g, w1)`,
+/// `v = b2 * v + w2 * g * g`, `p += neg_step * m / (sqrt(v) / bc2_sqrt + eps)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamScalars {
+    pub neg_step: f64,
+    pub bc2_sqrt: f64,
+    pub w1: f64,
+    /// Which of PyTorch's two `lerp` forms is exact here (`w1 < 0.5`).
+    pub small: bool,
+    pub b2: f64,
+    pub w2: f64,
+    pub eps: f64,
+    pub decay: f64,
+    pub l2: f64,
+    pub decoupled: bool,
+    pub coupled: bool,
+}
+
+impl AdamScalars {
+    /// The scalars of step `step` (>= 1).
+    pub fn new(
+        lr: f64,
+        (b1, b2): (f64, f64),
+        eps: f64,
+        weight_decay: f64,
+        decoupled: bool,
+        step: u64,
+    ) -> Self {
+        let t = step as f64;
+        let has_wd = weight_decay != 0.0;
+        AdamScalars {
+            neg_step: -(lr / (1.0 - b1.powf(t))),
+            bc2_sqrt: (1.0 - b2.powf(t)).sqrt(),
+            w1: 1.0 - b1,
+            small: (1.0 - b1).abs() < 0.5,
+            b2,
+            w2: 1.0 - b2,
+            eps,
+            decay: 1.0 - lr * weight_decay,
+            l2: weight_decay,
+            decoupled: decoupled && has_wd,
+            coupled: !decoupled && has_wd,
+        }
+    }
+}
+
 /// One device's storage and kernels. Outputs are fresh contiguous buffers (C order) unless the
 /// method writes into `self` / `dst`; layouts are the operands' views, any strides.
 pub trait Backend: Sized {

@@ -3,6 +3,7 @@
 //! threads for large parameters, each piece inside the widest SIMD context the CPU has.
 
 use crate::{CpuElement, CpuStorage};
+use quill_core::backend::AdamScalars;
 use quill_core::{DType, Error, Result, Update};
 use std::ops::{Add, Div, Mul, Sub};
 
@@ -86,20 +87,12 @@ fn run<T: Float>(rule: &Update, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
             step,
         } => {
             let [m, v] = state else { return };
-            // Scalars as PyTorch computes them: in f64, then converted to the param's dtype.
-            let t = step as f64;
-            let bias_correction1 = 1.0 - b1.powf(t);
-            let bias_correction2 = 1.0 - b2.powf(t);
-            let neg_step_size = T::from_f64(-(lr / bias_correction1));
-            let bc2_sqrt = T::from_f64(bias_correction2.sqrt());
-            let w1 = 1.0 - b1;
-            let (small, w1t, one) = (w1.abs() < 0.5, T::from_f64(w1), T::from_f64(1.0));
-            let (b2t, w2t) = (T::from_f64(b2), T::from_f64(1.0 - b2));
-            let eps = T::from_f64(eps);
-            let has_wd = weight_decay != 0.0;
-            let decay = T::from_f64(1.0 - lr * weight_decay);
-            let l2 = T::from_f64(weight_decay);
-            let (decoupled, coupled) = (decoupled && has_wd, !decoupled && has_wd);
+            let s = AdamScalars::new(lr, (b1, b2), eps, weight_decay, decoupled, step);
+            let c = T::from_f64;
+            let (neg_step_size, bc2_sqrt, w1t, one) =
+                (c(s.neg_step), c(s.bc2_sqrt), c(s.w1), c(1.0));
+            let (b2t, w2t, eps, decay, l2) = (c(s.b2), c(s.w2), c(s.eps), c(s.decay), c(s.l2));
+            let (small, decoupled, coupled) = (s.small, s.decoupled, s.coupled);
             for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
                 let mut pv = *p;
                 let g = if coupled { g + l2 * pv } else { g };

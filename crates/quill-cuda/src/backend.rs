@@ -277,22 +277,7 @@ impl Backend for CudaStorage {
                 },
                 [(m, _), (v, _)],
             ) => {
-                // The scalars the CPU rule derives, in the same f64 arithmetic.
-                let t = step as f64;
-                let has_wd = weight_decay != 0.0;
-                let s = ops::AdamScalars {
-                    neg_step: -(lr / (1.0 - b1.powf(t))),
-                    bc2_sqrt: (1.0 - b2.powf(t)).sqrt(),
-                    w1: 1.0 - b1,
-                    small: (1.0 - b1).abs() < 0.5,
-                    b2,
-                    w2: 1.0 - b2,
-                    eps,
-                    decay: 1.0 - lr * weight_decay,
-                    l2: weight_decay,
-                    decoupled: decoupled && has_wd,
-                    coupled: !decoupled && has_wd,
-                };
+                let s = ops::AdamScalars::new(lr, (b1, b2), eps, weight_decay, decoupled, step);
                 ops::adam_step(p, g, m, v, n, s)
             }
             _ => Err(quill_core::Error::invalid(

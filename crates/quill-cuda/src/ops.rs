@@ -371,21 +371,7 @@ pub fn random(
     Ok(out)
 }
 
-/// Adam's scalars, already in the update's arithmetic (see quill's `optim/adam.rs`).
-#[derive(Clone, Copy, Debug)]
-pub struct AdamScalars {
-    pub neg_step: f64,
-    pub bc2_sqrt: f64,
-    pub w1: f64,
-    pub small: bool,
-    pub b2: f64,
-    pub w2: f64,
-    pub eps: f64,
-    pub decay: f64,
-    pub l2: f64,
-    pub decoupled: bool,
-    pub coupled: bool,
-}
+pub use quill_core::backend::AdamScalars;
 
 fn check_update(
     op: &'static str,
