@@ -454,6 +454,17 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    pub const ALL: [ReduceOp; 8] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
+
     pub fn name(self) -> &'static str {
         use ReduceOp::*;
         match self {
