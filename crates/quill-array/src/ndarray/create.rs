@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Checks that `shape` has a representable element count and byte size for `dtype`.
-fn checked_len(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
+pub(super) fn checked_len(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
     let n = checked_numel(op, shape)?;
     if n.checked_mul(dtype.size_in_bytes())
         .is_none_or(|b| b > isize::MAX as usize)

@@ -6,7 +6,7 @@
 use super::NDArray;
 use crate::backend::{colocate_all, Storage};
 use crate::device::Device;
-use quill_core::shape::{checked_numel, normalize_axis};
+use quill_core::shape::normalize_axis;
 use quill_core::{DType, Error, Layout, Result, SliceArg};
 
 /// The slice arguments selecting `start..start + len` on `axis` of a rank-`ndim` array.
@@ -18,16 +18,7 @@ fn axis_range(ndim: usize, axis: usize, start: usize, len: usize) -> Vec<SliceAr
 
 /// A contiguous array on `device` whose every element the caller overwrites.
 fn uninit(op: &'static str, shape: &[usize], dtype: DType, device: Device) -> Result<NDArray> {
-    let n = checked_numel(op, shape)?;
-    if n.checked_mul(dtype.size_in_bytes())
-        .is_none_or(|b| b > isize::MAX as usize)
-    {
-        return Err(Error::Overflow {
-            op,
-            shape: shape.into(),
-        });
-    }
-    super::check_alloc(op, n, dtype)?;
+    let n = super::create::checked_len(op, shape, dtype)?;
     Ok(NDArray::from_storage(
         Storage::for_overwrite(device, dtype, n)?,
         Layout::contiguous(shape)?,
