@@ -65,6 +65,13 @@ pub fn scalar_dtype(s: Scalar) -> DType {
     }
 }
 
+/// NumPy's `same_kind` casting rule: a value of `from` may be written into `to` when `to`'s kind
+/// is no lower (bool -> integer -> float, never back).
+pub fn same_kind(from: DType, to: DType) -> bool {
+    let kind = |d: DType| u8::from(d.is_int()) + 2 * u8::from(d.is_float());
+    kind(from) <= kind(to)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +87,23 @@ mod tests {
                 assert_eq!(promote_types(c, a), c);
                 assert_eq!(promote_types(c, b), c);
             }
+        }
+    }
+
+    #[test]
+    fn same_kind_goes_up_bool_int_float_only() {
+        use DType::*;
+        for &(from, to, ok) in &[
+            (Bool, U8, true),
+            (U8, I64, true),
+            (I64, I32, true),
+            (I32, F16, true),
+            (F64, F32, true),
+            (F32, I64, false),
+            (I32, Bool, false),
+            (BF16, U8, false),
+        ] {
+            assert_eq!(same_kind(from, to), ok, "{from} -> {to}");
         }
     }
 }

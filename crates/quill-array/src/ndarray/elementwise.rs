@@ -86,7 +86,7 @@ impl NDArray {
         }
         self.check_writable(op.name())?;
         let result = op.result_dtype(self.dtype, other.dtype)?;
-        if !same_kind(result, self.dtype) {
+        if !quill_core::promote::same_kind(result, self.dtype) {
             return Err(Error::invalid(
                 op.name(),
                 format!(
@@ -154,20 +154,6 @@ impl NDArray {
         self.binary_scalar(BinaryOp::Maximum, min, false)?
             .binary_scalar(BinaryOp::Minimum, max, false)
     }
-}
-
-/// NumPy's `same_kind` casting between the result of an op and its in-place destination.
-fn same_kind(from: DType, to: DType) -> bool {
-    let kind = |d: DType| {
-        if d.is_float() {
-            2
-        } else if d.is_int() {
-            1
-        } else {
-            0
-        }
-    };
-    kind(from) <= kind(to)
 }
 
 /// The rank-0 array a weak scalar becomes next to an array of dtype `array`.

@@ -86,12 +86,6 @@ fn gather_impl(op: &'static str, src: &NDArray, ax: usize, index: &NDArray) -> R
     NDArray::fresh(out, shape)
 }
 
-/// NumPy's `same_kind` casting: bool -> integer -> float, never back.
-fn same_kind(from: DType, to: DType) -> bool {
-    let kind = |d: DType| u8::from(d.is_int()) + 2 * u8::from(d.is_float());
-    kind(from) <= kind(to)
-}
-
 impl NDArray {
     /// `torch.gather`: `out[i][j][k] = self[i][index[i][j][k]][k]` for `axis = 1`. `index` has
     /// this array's rank, an integer dtype (i32, i64 or u8) and no larger size off `axis`; the
@@ -116,7 +110,7 @@ impl NDArray {
                 hint: " (src must have the index's shape)".into(),
             });
         }
-        if !same_kind(src.dtype, self.dtype) {
+        if !quill_core::promote::same_kind(src.dtype, self.dtype) {
             return Err(Error::invalid(
                 OP,
                 format!(
