@@ -59,13 +59,29 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub(crate) fn read_idx_raw(path: &Path) -> Result<(Vec<usize>, Vec<u8>, Checksum)> {
     let file =
         std::fs::read(path).map_err(|e| file_error(OP, path, format!("cannot read: {e}")))?;
-    let checksum = check_sha256(path, &file)?;
+    let checksum = check_sha256(OP, path, &file)?;
     let (shape, data) = if file.starts_with(&[0x1f, 0x8b]) {
         decode_gzip(path, &file)?
     } else {
         decode_raw(path, file)?
     };
     Ok((shape, data, checksum))
+}
+
+/// A whole file (gunzipped when it starts with the gzip magic) and what its `SHA256SUMS` check
+/// found: how the text and pickle readers load files with the same integrity rule as IDX.
+pub(crate) fn read_checked(op: &'static str, path: &Path) -> Result<(Vec<u8>, Checksum)> {
+    let file =
+        std::fs::read(path).map_err(|e| file_error(op, path, format!("cannot read: {e}")))?;
+    let checksum = check_sha256(op, path, &file)?;
+    if !file.starts_with(&[0x1f, 0x8b]) {
+        return Ok((file, checksum));
+    }
+    let mut data = Vec::with_capacity(file.len().saturating_mul(4));
+    MultiGzDecoder::new(&file[..])
+        .read_to_end(&mut data)
+        .map_err(|e| file_error(op, path, format!("corrupt gzip data: {e}")))?;
+    Ok((data, checksum))
 }
 
 fn decode_raw(path: &Path, mut file: Vec<u8>) -> Result<(Vec<usize>, Vec<u8>)> {
@@ -161,13 +177,13 @@ fn check_data_len(path: &Path, shape: &[usize], declared: usize, got: usize) -> 
 }
 
 /// Checks `bytes` (the file as stored) against `SHA256SUMS` in the file's directory.
-fn check_sha256(path: &Path, bytes: &[u8]) -> Result<Checksum> {
+fn check_sha256(op: &'static str, path: &Path, bytes: &[u8]) -> Result<Checksum> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let sums_path = dir.join("SHA256SUMS");
     let sums = match std::fs::read_to_string(&sums_path) {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Checksum::NoSumsFile),
-        Err(e) => return Err(file_error(OP, &sums_path, format!("cannot read: {e}"))),
+        Err(e) => return Err(file_error(op, &sums_path, format!("cannot read: {e}"))),
     };
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return Ok(Checksum::NotListed);
@@ -182,7 +198,7 @@ fn check_sha256(path: &Path, bytes: &[u8]) -> Result<Checksum> {
         let listed = rest.trim_start().trim_start_matches('*');
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) || listed.is_empty() {
             return Err(file_error(
-                OP,
+                op,
                 &sums_path,
                 format!(
                     "line {} is not `<64 hex digits>  <file name>`: {line:?}",
@@ -194,7 +210,7 @@ fn check_sha256(path: &Path, bytes: &[u8]) -> Result<Checksum> {
             let actual = sha256_hex(bytes);
             if !actual.eq_ignore_ascii_case(hex) {
                 return Err(file_error(
-                    OP,
+                    op,
                     path,
                     format!(
                         "sha256 mismatch: expected {hex} (from {}), actual {actual}",

@@ -2,7 +2,8 @@
 //! verification (`idx`), MNIST-format datasets (`mnist`), the `Dataset` trait with an in-memory
 //! implementation whose batches are contiguous gathers (`dataset`), a `DataLoader` that prepares
 //! batches on a background thread with a seeded shuffle (`loader`), and seeded per-batch image
-//! augmentations (`transforms`).
+//! augmentations (`transforms`), CIFAR-10's pickled batches (`cifar`, read by the data-only
+//! unpickler in `pickle`), and text corpora for language models (`text`).
 //!
 //! ```no_run
 //! use quill::data::{DataLoader, Mnist, Normalize};
@@ -20,16 +21,21 @@
 //! # Ok::<(), quill::Error>(())
 //! ```
 
+pub mod cifar;
 pub mod dataset;
 pub mod idx;
 pub mod loader;
 pub mod mnist;
+pub mod pickle;
+pub mod text;
 pub mod transforms;
 
+pub use cifar::Cifar10;
 pub use dataset::{Dataset, TensorDataset};
 pub use idx::{read_idx, read_idx_with_checksum, sha256_hex, Checksum};
 pub use loader::{DataLoader, Epoch};
 pub use mnist::Mnist;
+pub use text::{batchify, get_batch, unigram_perplexity, Corpus, Dictionary, Tokenizer};
 pub use transforms::{Compose, Normalize, RandomCrop, RandomHorizontalFlip, Transform};
 
 use quill_core::Error;

@@ -1,4 +1,5 @@
-//! The models the main job trains: needle's MLPResNet and a small CNN for MNIST.
+//! The model zoo: needle's MLPResNet and a small CNN for MNIST (the main job), and needle's
+//! ResNet9 for CIFAR-10.
 
 use super::{
     BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, Module, ReLU, Residual, Sequential,
@@ -70,4 +71,44 @@ pub fn small_cnn(seed: u64) -> Result<Sequential> {
         .add(ReLU)
         .add(Dropout::new(0.25, seed.wrapping_add(3))?)
         .add(Linear::new(128, 10, true, seed.wrapping_add(4))?))
+}
+
+/// needle's ConvBN: `Conv2d(in_c, out_c, k, stride, padding k / 2, bias) -> BatchNorm2d -> ReLU`.
+pub fn conv_bn(
+    in_c: usize,
+    out_c: usize,
+    k: usize,
+    stride: usize,
+    seed: u64,
+) -> Result<Sequential> {
+    Ok(Sequential::new()
+        .add(Conv2d::new(in_c, out_c, k, stride, k / 2, 1, true, seed)?)
+        .add(BatchNorm::new_2d(out_c)?)
+        .add(ReLU))
+}
+
+/// needle's ResNet9 for (N, 3, 32, 32) images -> (N, 10) logits: ConvBN(3, 16, 7, 4),
+/// ConvBN(16, 32, 3, 2), a residual pair of ConvBN(32, 32, 3, 1), ConvBN(32, 64, 3, 2),
+/// ConvBN(64, 128, 3, 2), a residual pair of ConvBN(128, 128, 3, 1), then Flatten ->
+/// Linear(128, 128) -> ReLU -> Linear(128, 10). The strides take 32 x 32 down to 1 x 1.
+pub fn resnet9(seed: u64) -> Result<Sequential> {
+    let s = |i: u64| seed.wrapping_add(i);
+    let pair = |c: usize, a: u64| -> Result<Residual> {
+        Ok(Residual::new(
+            Sequential::new()
+                .add(conv_bn(c, c, 3, 1, s(a))?)
+                .add(conv_bn(c, c, 3, 1, s(a + 1))?),
+        ))
+    };
+    Ok(Sequential::new()
+        .add(conv_bn(3, 16, 7, 4, s(0))?)
+        .add(conv_bn(16, 32, 3, 2, s(1))?)
+        .add(pair(32, 2)?)
+        .add(conv_bn(32, 64, 3, 2, s(4))?)
+        .add(conv_bn(64, 128, 3, 2, s(5))?)
+        .add(pair(128, 6)?)
+        .add(Flatten)
+        .add(Linear::new(128, 128, true, s(8))?)
+        .add(ReLU)
+        .add(Linear::new(128, 10, true, s(9))?))
 }

@@ -1,0 +1,129 @@
+//! CIFAR-10 in its "python version" layout (`data_batch_1` .. `data_batch_5`, `test_batch`:
+//! pickled dicts whose `data` is a uint8 (n, 3072) array of 32x32 RGB planes and `labels` a list
+//! of ints in 0..10), loaded as f32 images in [0, 1] of shape (n, 3, 32, 32) and i64 labels.
+
+use super::pickle::{unpickle, PickledArray, Value};
+use super::{file_error, idx::read_checked, TensorDataset};
+use crate::NDArray;
+use quill_core::{DType, Result};
+use std::path::{Path, PathBuf};
+
+const OP: &str = "Cifar10::load";
+const PIXELS: usize = 3 * 32 * 32;
+const NUM_CLASSES: i64 = 10;
+
+/// One split of CIFAR-10, held in memory.
+#[derive(Clone, Debug)]
+pub struct Cifar10 {
+    /// f32, shape (n, 3, 32, 32), values `pixel / 255`.
+    pub images: NDArray,
+    /// i64, shape (n), values in 0..10.
+    pub labels: NDArray,
+}
+
+impl Cifar10 {
+    /// The training split (the five `data_batch_*` files, those present, in order; at least
+    /// one) or the test split (`test_batch`) from `dir`. Files may be gzipped and are checked
+    /// against `SHA256SUMS` when listed there.
+    pub fn load(dir: impl AsRef<Path>, train: bool) -> Result<Cifar10> {
+        let dir = dir.as_ref();
+        let paths: Vec<PathBuf> = if train {
+            (1..=5)
+                .map(|i| dir.join(format!("data_batch_{i}")))
+                .filter_map(|p| existing(&p))
+                .collect()
+        } else {
+            existing(&dir.join("test_batch")).into_iter().collect()
+        };
+        if paths.is_empty() {
+            let want = if train {
+                "data_batch_1 .. data_batch_5"
+            } else {
+                "test_batch"
+            };
+            return Err(file_error(
+                OP,
+                dir,
+                format!("no CIFAR-10 batch file ({want}) found"),
+            ));
+        }
+        let (mut pixels, mut labels) = (Vec::new(), Vec::new());
+        for p in &paths {
+            read_batch(p, &mut pixels, &mut labels)?;
+        }
+        let n = labels.len();
+        let scaled: Vec<f32> = pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
+        Ok(Cifar10 {
+            images: NDArray::from_vec(scaled, &[n, 3, 32, 32])?,
+            labels: NDArray::from_vec(labels, &[n])?,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.labels.shape()[0]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An in-memory dataset of (image (3, 32, 32), label) pairs, for a `DataLoader`.
+    pub fn into_dataset(self) -> Result<TensorDataset> {
+        TensorDataset::new(self.images, self.labels)
+    }
+}
+
+fn existing(p: &Path) -> Option<PathBuf> {
+    let gz = p.with_file_name(format!("{}.gz", p.file_name()?.to_str()?));
+    [gz, p.to_path_buf()].into_iter().find(|c| c.is_file())
+}
+
+/// Appends one batch file's pixels and labels.
+fn read_batch(path: &Path, pixels: &mut Vec<u8>, labels: &mut Vec<i64>) -> Result<()> {
+    let (bytes, _) = read_checked(OP, path)?;
+    let dict = unpickle(&bytes).map_err(|e| file_error(OP, path, e))?;
+    let err = |what: String| file_error(OP, path, what);
+    let data = match dict.get("data") {
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(err("'data' is not a NumPy array".into())),
+        None => return Err(err("no 'data' entry: not a CIFAR-10 batch".into())),
+    };
+    let PickledArray { dtype, shape, data } = data;
+    if dtype != DType::U8 || shape.len() != 2 || shape[1] != PIXELS {
+        return Err(err(format!(
+            "'data' must be uint8 (n, {PIXELS}), got {dtype} {shape:?}"
+        )));
+    }
+    let found: Vec<i64> = match dict.get("labels") {
+        Some(Value::List(l)) => l
+            .borrow()
+            .iter()
+            .map(|v| match v {
+                Value::Int(i) => Ok(*i),
+                other => Err(err(format!("a label is not an int: {other:?}"))),
+            })
+            .collect::<Result<_>>()?,
+        Some(Value::Array(a)) if a.dtype == DType::I64 && a.shape.len() == 1 => a
+            .data
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8-byte chunk")))
+            .collect(),
+        _ => return Err(err("no 'labels' list of ints".into())),
+    };
+    if found.len() != shape[0] {
+        return Err(err(format!(
+            "{} labels for {} images",
+            found.len(),
+            shape[0]
+        )));
+    }
+    if let Some(i) = found.iter().position(|l| !(0..NUM_CLASSES).contains(l)) {
+        return Err(err(format!(
+            "label {} at index {i} is outside 0..{NUM_CLASSES}",
+            found[i]
+        )));
+    }
+    pixels.extend_from_slice(&data);
+    labels.extend(found);
+    Ok(())
+}
