@@ -1,14 +1,16 @@
-//! `quill train` (the default command): trains a model on MNIST-format data with a progress
-//! bar per epoch, a summary line per epoch, `metrics.csv`, `curves.png` and an atomic
-//! checkpoint after every epoch; `--resume` continues a run exactly.
+//! `quill train` (the default command): trains a model on MNIST-format data (or, with
+//! `--task lm`, a language model: `lm.rs`) with a progress bar per epoch, a summary line per
+//! epoch, `metrics.csv`, `curves.png` and an atomic checkpoint after every epoch; `--resume`
+//! continues a run exactly.
 
+mod lm;
 mod options;
 mod plot;
 
 pub use options::USAGE;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use options::Options;
+use options::{Options, Task};
 use plot::Row;
 use quill::data::{DataLoader, Mnist, Normalize, TensorDataset};
 use quill::nn::functional::{cross_entropy, Reduction};
@@ -205,7 +207,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .build_global()
             .map_err(|e| format!("--threads: {e}"))?;
     }
-    quill::in_pool(move || train(o))
+    match o.task {
+        Task::Lm => quill::in_pool(move || lm::run(o)),
+        Task::Mnist => quill::in_pool(move || train(o)),
+    }
 }
 
 fn train(o: Options) -> Result<(), String> {

@@ -4,8 +4,11 @@
 use std::path::PathBuf;
 
 pub const USAGE: &str = "usage: quill [train] [options]
-  --model mlp|cnn          model (default mlp: needle's MLPResNet, hidden 512, 3 blocks;
-                           cnn: 2 conv blocks, slow on CPU today: ~2.5 min per epoch)
+  --task mnist|lm          the job (default mnist: image classification; lm: a language
+                           model on a text corpus, default data/kjv, reported in perplexity)
+  --model NAME             mnist: mlp|cnn (default mlp: needle's MLPResNet, hidden 512,
+                           3 blocks; cnn: 2 conv blocks, slow on CPU today);
+                           lm: lstm|gru|rnn|transformer (default lstm)
   --epochs N               epochs (default 8)
   --batch-size N           batch size (default 128)
   --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd)
@@ -21,10 +24,26 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --out DIR                where metrics.csv, curves.png and the checkpoint go (default runs)
   --checkpoint PATH        checkpoint file (default OUT/checkpoint.safetensors)
   --resume                 continue from the checkpoint
-  --limit N                use only the first N train and test samples (quick runs)";
+  --limit N                use only the first N train and test samples (lm: lines of each
+                           split) (quick runs)
+ language-model options (--task lm):
+  --tokens char|word       tokenisation (default char)
+  --bptt N                 tokens per truncated-backprop window (default 64)
+  --embedding N            embedding size (default 128)
+  --hidden N               hidden size of the sequence model (default 256)
+  --layers N               layers of the sequence model (default 2)
+  --clip X                 clip the gradient norm to X, 0 = off (default 1)";
+
+/// Which job `quill train` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    Mnist,
+    Lm,
+}
 
 #[derive(Clone, Debug)]
 pub struct Options {
+    pub task: Task,
     pub model: String,
     pub epochs: usize,
     pub batch_size: usize,
@@ -40,11 +59,18 @@ pub struct Options {
     pub checkpoint: Option<PathBuf>,
     pub resume: bool,
     pub limit: Option<usize>,
+    pub tokens: String,
+    pub bptt: usize,
+    pub embedding: usize,
+    pub hidden: usize,
+    pub layers: usize,
+    pub clip: f64,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
+            task: Task::Mnist,
             model: "mlp".into(),
             epochs: 8,
             batch_size: 128,
@@ -60,8 +86,23 @@ impl Default for Options {
             checkpoint: None,
             resume: false,
             limit: None,
+            tokens: "char".into(),
+            bptt: 64,
+            embedding: 128,
+            hidden: 256,
+            layers: 2,
+            clip: 1.0,
         }
     }
+}
+
+/// A whole number of at least 1.
+fn positive(flag: &str, v: Option<&String>) -> Result<usize, String> {
+    let n: usize = value(flag, v, "a whole number")?;
+    if n == 0 {
+        return Err(format!("{flag} must be at least 1"));
+    }
+    Ok(n)
 }
 
 fn value<T: std::str::FromStr>(flag: &str, v: Option<&String>, what: &str) -> Result<T, String> {
@@ -73,22 +114,36 @@ fn value<T: std::str::FromStr>(flag: &str, v: Option<&String>, what: &str) -> Re
 impl Options {
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options::default();
+        let (mut model, mut data, mut batch) = (None, None, None);
         let mut it = args.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
-                "--model" => {
-                    o.model = value(a, it.next(), "mlp or cnn")?;
-                    if o.model != "mlp" && o.model != "cnn" {
-                        return Err(format!("--model: '{}' is not mlp or cnn", o.model));
+                "--task" => {
+                    o.task = match value::<String>(a, it.next(), "mnist or lm")?.as_str() {
+                        "mnist" => Task::Mnist,
+                        "lm" => Task::Lm,
+                        other => return Err(format!("--task: '{other}' is not mnist or lm")),
+                    }
+                }
+                "--model" => model = Some(value::<String>(a, it.next(), "a model name")?),
+                "--tokens" => {
+                    o.tokens = value(a, it.next(), "char or word")?;
+                    if o.tokens != "char" && o.tokens != "word" {
+                        return Err(format!("--tokens: '{}' is not char or word", o.tokens));
+                    }
+                }
+                "--bptt" => o.bptt = positive(a, it.next())?,
+                "--embedding" => o.embedding = positive(a, it.next())?,
+                "--hidden" => o.hidden = positive(a, it.next())?,
+                "--layers" => o.layers = positive(a, it.next())?,
+                "--clip" => {
+                    o.clip = value(a, it.next(), "a number")?;
+                    if !(o.clip >= 0.0 && o.clip.is_finite()) {
+                        return Err(format!("--clip must be 0 (off) or positive, got {}", o.clip));
                     }
                 }
                 "--epochs" => o.epochs = value(a, it.next(), "a whole number")?,
-                "--batch-size" => {
-                    o.batch_size = value(a, it.next(), "a whole number")?;
-                    if o.batch_size == 0 {
-                        return Err("--batch-size must be at least 1".into());
-                    }
-                }
+                "--batch-size" => batch = Some(positive(a, it.next())?),
                 "--lr" => {
                     let lr: f64 = value(a, it.next(), "a number")?;
                     if !(lr > 0.0 && lr.is_finite()) {
@@ -116,7 +171,7 @@ impl Options {
                 }
                 "--weight-decay" => o.weight_decay = value(a, it.next(), "a number")?,
                 "--seed" => o.seed = value(a, it.next(), "a whole number")?,
-                "--data" => o.data = value(a, it.next(), "a directory")?,
+                "--data" => data = Some(value(a, it.next(), "a directory")?),
                 "--threads" => {
                     let n: usize = value(a, it.next(), "a whole number")?;
                     if n == 0 {
@@ -136,12 +191,33 @@ impl Options {
                 other => return Err(format!("unknown option '{other}'")),
             }
         }
+        let (models, default_model, default_data, default_batch): (&[&str], _, _, _) =
+            match o.task {
+                Task::Mnist => (&["mlp", "cnn"], "mlp", "data/mnist", 128),
+                Task::Lm => (&["lstm", "gru", "rnn", "transformer"], "lstm", "data/kjv", 32),
+            };
+        o.model = model.unwrap_or_else(|| default_model.into());
+        if !models.contains(&o.model.as_str()) {
+            return Err(format!(
+                "--model: '{}' is not one of {} for --task {}",
+                o.model,
+                models.join(", "),
+                if o.task == Task::Lm { "lm" } else { "mnist" }
+            ));
+        }
+        o.data = data.unwrap_or_else(|| default_data.into());
+        o.batch_size = batch.unwrap_or(default_batch);
         Ok(o)
     }
 
     pub fn lr(&self) -> f64 {
         self.lr
-            .unwrap_or(if self.optimizer == "sgd" { 0.05 } else { 1e-3 })
+            .unwrap_or(match (self.task, self.optimizer.as_str()) {
+                (Task::Lm, "sgd") => 1.0,
+                (Task::Lm, _) => 2e-3,
+                (_, "sgd") => 0.05,
+                _ => 1e-3,
+            })
     }
 
     pub fn checkpoint_path(&self) -> PathBuf {

@@ -1,0 +1,257 @@
+//! `quill train --task lm`: a language model (embedding -> LSTM / GRU / RNN / Transformer ->
+//! linear) on a text corpus (default data/kjv, character tokens), trained with truncated
+//! backpropagation through time. The same progress bar, CSV, curves and atomic checkpoints as
+//! the image job; quality is reported as perplexity against the unigram baseline.
+
+use super::options::Options;
+use super::plot::{self, Row};
+use super::{build_optimizer, q};
+use indicatif::{ProgressBar, ProgressStyle};
+use quill::data::{batchify, get_batch, unigram_perplexity, Corpus, Tokenizer};
+use quill::nn::functional::{cross_entropy, Reduction};
+use quill::nn::models::{parameter_count, LanguageModel, SeqKind, SeqState};
+use quill::nn::Module;
+use quill::optim::{apply_schedule, clip_grad_norm, CosineLr, LrSchedule, Optimizer};
+use quill::tensor::no_grad;
+use quill::NDArray;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Streams the evaluation splits are cut into (needle's word_language_model uses 10).
+const EVAL_BATCH: usize = 10;
+
+fn kind(o: &Options) -> Result<SeqKind, String> {
+    Ok(match o.model.as_str() {
+        "lstm" => SeqKind::Lstm,
+        "gru" => SeqKind::Gru,
+        "rnn" => SeqKind::RnnTanh,
+        "transformer" => SeqKind::Transformer,
+        other => return Err(format!("--model {other} is not a sequence model")),
+    })
+}
+
+fn meta_of(o: &Options, epoch: usize, vocab: usize) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("task".to_string(), "lm".to_string()),
+        ("epoch".to_string(), epoch.to_string()),
+        ("model".to_string(), o.model.clone()),
+        ("optimizer".to_string(), o.optimizer.clone()),
+        ("seed".to_string(), o.seed.to_string()),
+        ("batch_size".to_string(), o.batch_size.to_string()),
+        ("tokens".to_string(), o.tokens.clone()),
+        ("vocab".to_string(), vocab.to_string()),
+        ("bptt".to_string(), o.bptt.to_string()),
+    ])
+}
+
+/// Summed loss, correct next-token guesses and tokens over one pass of `batches` in eval mode,
+/// carrying the state across windows as training does.
+fn evaluate(model: &LanguageModel, batches: &NDArray, bptt: usize) -> Result<(f64, usize, usize), String> {
+    let _g = no_grad();
+    model.eval();
+    let (mut loss, mut correct, mut n) = (0.0, 0usize, 0usize);
+    let mut state: Option<SeqState> = None;
+    let mut i = 0;
+    while i + 1 < batches.shape()[0] {
+        let (x, y) = q(get_batch(batches, i, bptt))?;
+        let (logits, s) = q(model.forward_with(&x, state.as_ref()))?;
+        state = Some(s);
+        loss += q(q(cross_entropy(&logits, &y, 0.0, Reduction::Sum))?.item())?;
+        correct += super::count_correct(&logits, &y)?;
+        n += y.numel();
+        i += bptt;
+    }
+    model.train();
+    Ok((loss, correct, n))
+}
+
+pub fn run(o: Options) -> Result<(), String> {
+    let t0 = Instant::now();
+    let tokenizer = q(Tokenizer::parse(&o.tokens))?;
+    let corpus = q(Corpus::load(&o.data, tokenizer, o.limit))?;
+    let vocab = corpus.dictionary.len();
+    let eval_split = if corpus.valid.is_empty() { &corpus.test } else { &corpus.valid };
+    let baseline = q(unigram_perplexity(&corpus.train, &corpus.test, vocab))?;
+    let train = q(batchify(&corpus.train, o.batch_size))?;
+    let valid = q(batchify(eval_split, EVAL_BATCH))?;
+    let test = q(batchify(&corpus.test, EVAL_BATCH))?;
+    let model = q(LanguageModel::new(
+        vocab,
+        o.embedding,
+        o.hidden,
+        o.layers,
+        kind(&o)?,
+        o.bptt,
+        o.seed,
+    ))?;
+    q(model.to_device(o.device))?;
+    let params = model.parameters();
+    let mut opt = build_optimizer(&o, params.clone())?;
+    let steps = (train.shape()[0] - 1).div_ceil(o.bptt);
+    let schedule = match o.schedule.as_str() {
+        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * steps, 0.0))?),
+        _ => None,
+    };
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
+    let mut rows = Vec::new();
+    let mut start = 0;
+    if o.resume {
+        start = resume(&o, &model, opt.as_mut(), vocab)?;
+        rows = plot::read_csv(&csv);
+        rows.retain(|r| r.epoch <= start);
+        println!("resumed from {} after epoch {start}", o.checkpoint_path().display());
+    }
+    println!(
+        "training a {} language model ({} parameters, {} layers, hidden {}, embedding {}) on {} \
+         ({} {} tokens, vocabulary {vocab}{}), batch {} x bptt {}, {} lr {}, {} threads; \
+         unigram test perplexity {baseline:.2}; data loaded in {:.1} s",
+        o.model,
+        parameter_count(&model),
+        o.layers,
+        o.hidden,
+        o.embedding,
+        o.data.display(),
+        corpus.train.len(),
+        o.tokens,
+        if corpus.verified { ", sha256 verified" } else { "" },
+        o.batch_size,
+        o.bptt,
+        o.optimizer,
+        o.lr(),
+        rayon::current_num_threads(),
+        t0.elapsed().as_secs_f64()
+    );
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
+    )
+    .map_err(|e| e.to_string())?
+    .progress_chars("=> ");
+    for epoch in start + 1..=o.epochs {
+        let bar = ProgressBar::new(steps as u64)
+            .with_style(style.clone())
+            .with_prefix(format!("epoch {epoch}/{}", o.epochs));
+        let t = Instant::now();
+        let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
+        let mut state: Option<SeqState> = None;
+        for (k, i) in (0..train.shape()[0] - 1).step_by(o.bptt).enumerate() {
+            if let Some(sc) = &schedule {
+                apply_schedule(opt.as_mut(), sc as &dyn LrSchedule, (epoch - 1) * steps + k);
+            }
+            let (x, y) = q(get_batch(&train, i, o.bptt))?;
+            // Truncated BPTT: the state carries values, not the graph, across windows.
+            let carried = state.as_ref().map(SeqState::detach);
+            let (logits, s) = q(model.forward_with(&x, carried.as_ref()))?;
+            state = Some(s);
+            let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
+            opt.zero_grad();
+            q(loss.backward())?;
+            if o.clip > 0.0 {
+                q(clip_grad_norm(&params, o.clip))?;
+            }
+            q(opt.step())?;
+            let n = y.numel();
+            loss_sum += q(loss.item())? * n as f64;
+            correct += super::count_correct(&logits, &y)?;
+            seen += n;
+            bar.inc(1);
+            bar.set_message(format!(
+                "loss {:.3} ppl {:.2} acc {:.1}% {:.0} tokens/s",
+                loss_sum / seen as f64,
+                (loss_sum / seen as f64).exp(),
+                100.0 * correct as f64 / seen as f64,
+                seen as f64 / t.elapsed().as_secs_f64()
+            ));
+        }
+        bar.finish_and_clear();
+        let secs = t.elapsed().as_secs_f64();
+        let (vl, vc, vn) = evaluate(&model, &valid, o.bptt)?;
+        let row = Row {
+            epoch,
+            train_loss: loss_sum / seen.max(1) as f64,
+            train_acc: correct as f64 / seen.max(1) as f64,
+            test_loss: vl / vn.max(1) as f64,
+            test_acc: vc as f64 / vn.max(1) as f64,
+            seconds: secs,
+            samples_per_s: seen as f64 / secs,
+        };
+        println!(
+            "epoch {epoch}/{}: train loss {:.4} ppl {:.2} | valid loss {:.4} ppl {:.2} acc {:.2}% | {:.1} s, {:.0} tokens/s",
+            o.epochs,
+            row.train_loss,
+            row.train_loss.exp(),
+            row.test_loss,
+            row.test_loss.exp(),
+            100.0 * row.test_acc,
+            secs,
+            row.samples_per_s
+        );
+        rows.push(row);
+        plot::write_csv(&csv, &rows)?;
+        plot::write(&png, &rows)?;
+        save(&o, &model, opt.as_ref(), epoch, vocab)?;
+    }
+    let (tl, _, tn) = evaluate(&model, &test, o.bptt)?;
+    let ppl = (tl / tn.max(1) as f64).exp();
+    println!(
+        "done: test perplexity {ppl:.2} against the unigram baseline's {baseline:.2} ({:.1}x lower); \
+         {} and {} written, checkpoint {}",
+        baseline / ppl,
+        csv.display(),
+        png.display(),
+        o.checkpoint_path().display()
+    );
+    Ok(())
+}
+
+fn save(
+    o: &Options,
+    model: &dyn Module,
+    opt: &dyn Optimizer,
+    epoch: usize,
+    vocab: usize,
+) -> Result<(), String> {
+    let mut all: Vec<(String, NDArray)> = model
+        .state_dict()
+        .into_iter()
+        .map(|(n, a)| (format!("model.{n}"), a))
+        .collect();
+    all.extend(opt.state_dict().into_iter().map(|(n, a)| (format!("optim.{n}"), a)));
+    q(quill::io::save_safetensors(
+        &o.checkpoint_path(),
+        &all,
+        &meta_of(o, epoch, vocab),
+    ))
+}
+
+fn resume(
+    o: &Options,
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    vocab: usize,
+) -> Result<usize, String> {
+    let path = o.checkpoint_path();
+    let (all, meta) = q(quill::io::load_safetensors(&path))?;
+    let want = meta_of(o, 0, vocab);
+    for key in ["task", "model", "optimizer", "seed", "batch_size", "tokens", "vocab", "bptt"] {
+        if meta.get(key) != Some(&want[key]) {
+            return Err(format!(
+                "{}: the checkpoint was made with {key} = {:?}, this run has {:?}; pass the same options to resume",
+                path.display(),
+                meta.get(key),
+                want[key]
+            ));
+        }
+    }
+    let part = |p: &str| -> Vec<(String, NDArray)> {
+        all.iter()
+            .filter_map(|(n, a)| n.strip_prefix(p).map(|s| (s.to_string(), a.clone())))
+            .collect()
+    };
+    q(model.load_state_dict(&part("model.")))?;
+    q(opt.load_state_dict(&part("optim.")))?;
+    meta.get("epoch")
+        .and_then(|e| e.parse().ok())
+        .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
+}
+
