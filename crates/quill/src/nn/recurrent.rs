@@ -306,12 +306,12 @@ pub(crate) fn run_stack(
         )?;
         if kind == CellKind::Lstm {
             let cseq = out.slice(&[SliceArg::Index(1)])?;
-            cn.push(cseq.slice(&[last.clone()])?);
+            cn.push(cseq.slice(&[last])?);
             seq = out.slice(&[SliceArg::Index(0)])?;
         } else {
             seq = out;
         }
-        hn.push(seq.slice(&[last.clone()])?);
+        hn.push(seq.slice(&[last])?);
     }
     let h = Tensor::stack(&hn.iter().collect::<Vec<_>>(), 0)?;
     let c = (kind == CellKind::Lstm)
