@@ -343,6 +343,9 @@ struct Grads<'a, T> {
     dv: &'a mut [T],
 }
 
+/// A head's index and its (dq, dk), dv slices.
+type HeadGrads<'a, T> = (usize, ((&'a mut [T], &'a mut [T]), &'a mut [T]));
+
 #[allow(clippy::too_many_arguments)]
 fn backward_t<T: AttnReal + crate::CpuElement>(
     q: (&CpuStorage, usize),
@@ -371,7 +374,7 @@ fn backward_t<T: AttnReal + crate::CpuElement>(
     let mut dk = vec![T::ZERO; batch * lk * d];
     let mut dvv = vec![T::ZERO; batch * lk * dv];
     let g = T::gemm();
-    let one = |(b, ((dq, dk), dvh)): (usize, ((&mut [T], &mut [T]), &mut [T]))| {
+    let one = |(b, ((dq, dk), dvh)): HeadGrads<T>| {
         let head = Head {
             q: &qs[b * lq * d..(b + 1) * lq * d],
             k: &ks[b * lk * d..(b + 1) * lk * d],
@@ -418,8 +421,9 @@ fn backward_head<T: AttnReal>(
             a.iter().zip(b).fold(T::ZERO, |acc, (&x, &y)| acc + x * y)
         })
         .collect();
-    let mut p = vec![T::ZERO; BQ * BK];
-    let mut ds = vec![T::ZERO; BQ * BK];
+    let tile = BQ.min(lq) * BK.min(lk);
+    let mut p = vec![T::ZERO; tile];
+    let mut ds = vec![T::ZERO; tile];
     let mut tmp = vec![T::ZERO; BK.max(BQ) * d.max(dv)];
     for i0 in (0..lq).step_by(BQ) {
         let nq = BQ.min(lq - i0);

@@ -146,7 +146,7 @@ fn check_case(lead: &[usize], c: Case, causal: bool, dtype: DType, seed: u64) {
         randv(&mut rng, c.batch * c.lk * c.dv),
     );
     let gv = randv(&mut rng, c.batch * c.lq * c.dv);
-    let scale = if seed % 2 == 0 {
+    let scale = if seed.is_multiple_of(2) {
         1.0 / (c.d as f64).sqrt()
     } else {
         0.7
