@@ -151,6 +151,21 @@ impl AdamScalars {
     }
 }
 
+/// The sizes of one fused attention call: `batch` independent problems (batch and head dims
+/// flattened), each with queries `(lq, d)`, keys `(lk, d)`, values `(lk, dv)`, all row-major
+/// and contiguous. `causal` masks key `j` for query `i` when `j > i` (PyTorch's top-left
+/// alignment); `scale` multiplies the scores `q . k`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttnDims {
+    pub batch: usize,
+    pub lq: usize,
+    pub lk: usize,
+    pub d: usize,
+    pub dv: usize,
+    pub causal: bool,
+    pub scale: f64,
+}
+
 /// One device's storage and kernels. Outputs are fresh contiguous buffers (C order) unless the
 /// method writes into `self` / `dst`; layouts are the operands' views, any strides.
 pub trait Backend: Sized {
@@ -240,6 +255,39 @@ pub trait Backend: Sized {
     fn cumsum(&self, l: &Layout, axis: usize, include_initial: bool) -> Result<Self> {
         let _ = (l, axis, include_initial);
         Err(unsupported("cumsum", Self::NAME, self.dtype()))
+    }
+
+    // Attention.
+    /// Fused scaled-dot-product attention over contiguous buffers read from the given
+    /// offsets: returns the output `(batch, lq, dv)` and the per-row logsumexp of the scaled
+    /// scores `(batch, lq)` (what the backward needs), both of the inputs' float dtype.
+    fn attention(
+        q: (&Self, usize),
+        k: (&Self, usize),
+        v: (&Self, usize),
+        dims: &AttnDims,
+    ) -> Result<(Self, Self)> {
+        let _ = (k, v, dims);
+        Err(unsupported(
+            "scaled_dot_product_attention",
+            Self::NAME,
+            q.0.dtype(),
+        ))
+    }
+    /// The gradients `(dq, dk, dv)` of `attention` given the forward's inputs, its output
+    /// `o`, its logsumexp `lse` and the output's gradient `go` (all contiguous, one dtype).
+    #[allow(clippy::too_many_arguments)]
+    fn attention_backward(
+        q: (&Self, usize),
+        k: (&Self, usize),
+        v: (&Self, usize),
+        o: (&Self, usize),
+        go: (&Self, usize),
+        lse: (&Self, usize),
+        dims: &AttnDims,
+    ) -> Result<(Self, Self, Self)> {
+        let _ = (k, v, o, go, lse, dims);
+        Err(unsupported("attention_backward", Self::NAME, q.0.dtype()))
     }
 
     // Training.

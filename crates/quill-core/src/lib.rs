@@ -20,7 +20,7 @@ pub mod runs;
 pub mod shape;
 pub mod slice;
 
-pub use backend::{Along, Backend, Stat, Update};
+pub use backend::{Along, AttnDims, Backend, Stat, Update};
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};

@@ -2,9 +2,10 @@
 //! this crate. It has a kernel for every op in the trait, so the array layer's host fallback
 //! ends here.
 
-use crate::{elementwise, index, matmul, optim, order, reduce, CpuStorage};
+use crate::{attention, elementwise, index, matmul, optim, order, reduce, CpuStorage};
 use quill_core::{
-    Along, Backend, BinaryOp, DType, Layout, ReduceOp, Result, Scalar, Stat, UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, DType, Layout, ReduceOp, Result, Scalar, Stat, UnaryOp,
+    Update,
 };
 
 impl Backend for CpuStorage {
@@ -90,6 +91,26 @@ impl Backend for CpuStorage {
     }
     fn cumsum(&self, l: &Layout, axis: usize, include_initial: bool) -> Result<Self> {
         order::cumsum(self, l, axis, include_initial)
+    }
+
+    fn attention(
+        q: (&Self, usize),
+        k: (&Self, usize),
+        v: (&Self, usize),
+        dims: &AttnDims,
+    ) -> Result<(Self, Self)> {
+        attention::forward(q, k, v, dims)
+    }
+    fn attention_backward(
+        q: (&Self, usize),
+        k: (&Self, usize),
+        v: (&Self, usize),
+        o: (&Self, usize),
+        go: (&Self, usize),
+        lse: (&Self, usize),
+        dims: &AttnDims,
+    ) -> Result<(Self, Self, Self)> {
+        attention::backward(q, k, v, o, go, lse, dims)
     }
 
     fn update(

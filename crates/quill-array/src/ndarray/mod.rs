@@ -4,6 +4,7 @@
 //! being read go through a temporary, so aliasing never gives a wrong answer.
 
 mod assign;
+mod attention;
 mod bytes;
 mod create;
 mod display;

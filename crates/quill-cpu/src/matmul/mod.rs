@@ -11,15 +11,18 @@ mod kernels;
 mod pack;
 
 use crate::CpuStorage;
-use gemm::{Gemm, Real};
+pub(crate) use gemm::{Gemm, Real};
 use half::{bf16, f16};
-use pack::{Cvt, Mat};
+
 use quill_core::{Error, Layout, Result, Runs};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::OnceLock;
 
 pub use kernels::Kernel;
+// The fused attention kernel runs its tile products through the same single-threaded GEMM.
+pub(crate) use gemm::{select_f32, select_f64};
+pub(crate) use pack::{Cvt, Mat};
 
 /// Multiply-adds below which a product stays on one thread.
 const SMALL: usize = 1 << 17;

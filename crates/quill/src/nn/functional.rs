@@ -115,3 +115,27 @@ pub fn binary_cross_entropy_with_logits(
         .add(&a.neg()?.exp()?.log1p()?)?;
     reduce(l, reduction)
 }
+
+/// Fused scaled-dot-product attention (PyTorch's `F.scaled_dot_product_attention` without
+/// dropout or an explicit mask): see `Tensor::scaled_dot_product_attention`.
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    q.scaled_dot_product_attention(k, v, causal, scale)
+}
+
+/// The same attention composed of matmul and softmax (a reference, and the path that keeps
+/// the probabilities): see `Tensor::attention_composite`.
+pub fn attention_composite(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    q.attention_composite(k, v, causal, scale)
+}

@@ -1,12 +1,15 @@
 //! Neural-network building blocks: the `Module` trait, layers, losses and activations
-//! (`functional`), initialisers, and the models the main job trains.
+//! (`functional`), recurrent layers, attention and Transformer blocks, initialisers, and the
+//! model zoo (`models`).
 
 mod activation;
+mod attention;
 mod container;
 mod conv;
 pub mod functional;
 mod gru;
 pub mod init;
+mod language_model;
 mod linear;
 mod lstm;
 pub mod models;
@@ -16,8 +19,10 @@ mod pool;
 mod recurrent;
 mod recurrent_op;
 mod rnn;
+mod transformer;
 
 pub use activation::{Flatten, Identity, ReLU, Sigmoid, Softmax, Tanh, GELU};
+pub use attention::{AttentionLayer, MultiHeadAttention};
 pub use container::{Residual, Sequential};
 pub use conv::Conv2d;
 pub use gru::{GRUCell, GRU};
@@ -28,3 +33,4 @@ pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, Dropout, LayerNorm};
 pub use pool::{AvgPool2d, MaxPool2d};
 pub use recurrent::{Nonlinearity, RecurrentParams};
 pub use rnn::{RNNCell, RNN};
+pub use transformer::{Transformer, TransformerLayer};

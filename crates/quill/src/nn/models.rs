@@ -6,6 +6,8 @@ use super::{
 };
 use quill_core::Result;
 
+pub use super::language_model::{LanguageModel, SeqKind, SeqState};
+
 /// needle's ResidualBlock: `ReLU(x + norm(Linear(drop(ReLU(norm(Linear(x)))))))`.
 pub fn residual_block(dim: usize, hidden: usize, drop: f64, seed: u64) -> Result<Sequential> {
     let inner = Sequential::new()

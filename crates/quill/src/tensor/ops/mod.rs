@@ -1,6 +1,7 @@
 //! The differentiable ops, one struct per op with its forward (a `Tensor` method) and its
 //! `Backward` side by side, grouped by kind; plus the helpers every backward needs.
 
+mod attention;
 mod composite;
 mod elementwise;
 mod index;
