@@ -46,7 +46,11 @@ fn meta_of(o: &Options, epoch: usize, vocab: usize) -> BTreeMap<String, String> 
 
 /// Summed loss, correct next-token guesses and tokens over one pass of `batches` in eval mode,
 /// carrying the state across windows as training does.
-fn evaluate(model: &LanguageModel, batches: &NDArray, bptt: usize) -> Result<(f64, usize, usize), String> {
+fn evaluate(
+    model: &LanguageModel,
+    batches: &NDArray,
+    bptt: usize,
+) -> Result<(f64, usize, usize), String> {
     let _g = no_grad();
     model.eval();
     let (mut loss, mut correct, mut n) = (0.0, 0usize, 0usize);
@@ -70,7 +74,11 @@ pub fn run(o: Options) -> Result<(), String> {
     let tokenizer = q(Tokenizer::parse(&o.tokens))?;
     let corpus = q(Corpus::load(&o.data, tokenizer, o.limit))?;
     let vocab = corpus.dictionary.len();
-    let eval_split = if corpus.valid.is_empty() { &corpus.test } else { &corpus.valid };
+    let eval_split = if corpus.valid.is_empty() {
+        &corpus.test
+    } else {
+        &corpus.valid
+    };
     let baseline = q(unigram_perplexity(&corpus.train, &corpus.test, vocab))?;
     let train = q(batchify(&corpus.train, o.batch_size))?;
     let valid = q(batchify(eval_split, EVAL_BATCH))?;
@@ -100,7 +108,10 @@ pub fn run(o: Options) -> Result<(), String> {
         start = resume(&o, &model, opt.as_mut(), vocab)?;
         rows = plot::read_csv(&csv);
         rows.retain(|r| r.epoch <= start);
-        println!("resumed from {} after epoch {start}", o.checkpoint_path().display());
+        println!(
+            "resumed from {} after epoch {start}",
+            o.checkpoint_path().display()
+        );
     }
     println!(
         "training a {} language model ({} parameters, {} layers, hidden {}, embedding {}) on {} \
@@ -114,7 +125,11 @@ pub fn run(o: Options) -> Result<(), String> {
         o.data.display(),
         corpus.train.len(),
         o.tokens,
-        if corpus.verified { ", sha256 verified" } else { "" },
+        if corpus.verified {
+            ", sha256 verified"
+        } else {
+            ""
+        },
         o.batch_size,
         o.bptt,
         o.optimizer,
@@ -216,7 +231,11 @@ fn save(
         .into_iter()
         .map(|(n, a)| (format!("model.{n}"), a))
         .collect();
-    all.extend(opt.state_dict().into_iter().map(|(n, a)| (format!("optim.{n}"), a)));
+    all.extend(
+        opt.state_dict()
+            .into_iter()
+            .map(|(n, a)| (format!("optim.{n}"), a)),
+    );
     q(quill::io::save_safetensors(
         &o.checkpoint_path(),
         &all,
@@ -233,7 +252,16 @@ fn resume(
     let path = o.checkpoint_path();
     let (all, meta) = q(quill::io::load_safetensors(&path))?;
     let want = meta_of(o, 0, vocab);
-    for key in ["task", "model", "optimizer", "seed", "batch_size", "tokens", "vocab", "bptt"] {
+    for key in [
+        "task",
+        "model",
+        "optimizer",
+        "seed",
+        "batch_size",
+        "tokens",
+        "vocab",
+        "bptt",
+    ] {
         if meta.get(key) != Some(&want[key]) {
             return Err(format!(
                 "{}: the checkpoint was made with {key} = {:?}, this run has {:?}; pass the same options to resume",
@@ -254,4 +282,3 @@ fn resume(
         .and_then(|e| e.parse().ok())
         .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
 }
-

@@ -139,7 +139,10 @@ impl Options {
                 "--clip" => {
                     o.clip = value(a, it.next(), "a number")?;
                     if !(o.clip >= 0.0 && o.clip.is_finite()) {
-                        return Err(format!("--clip must be 0 (off) or positive, got {}", o.clip));
+                        return Err(format!(
+                            "--clip must be 0 (off) or positive, got {}",
+                            o.clip
+                        ));
                     }
                 }
                 "--epochs" => o.epochs = value(a, it.next(), "a whole number")?,
@@ -191,11 +194,16 @@ impl Options {
                 other => return Err(format!("unknown option '{other}'")),
             }
         }
-        let (models, default_model, default_data, default_batch): (&[&str], _, _, _) =
-            match o.task {
-                Task::Mnist => (&["mlp", "cnn"], "mlp", "data/mnist", 128),
-                Task::Lm => (&["lstm", "gru", "rnn", "transformer"], "lstm", "data/kjv", 32),
-            };
+        let (models, default_model, default_data, default_batch): (&[&str], _, _, _) = match o.task
+        {
+            Task::Mnist => (&["mlp", "cnn"], "mlp", "data/mnist", 128),
+            Task::Lm => (
+                &["lstm", "gru", "rnn", "transformer"],
+                "lstm",
+                "data/kjv",
+                32,
+            ),
+        };
         o.model = model.unwrap_or_else(|| default_model.into());
         if !models.contains(&o.model.as_str()) {
             return Err(format!(

@@ -131,3 +131,127 @@ class DataLoader:
                        requires_grad=False)
                 for p in parts
             )
+
+
+class CIFAR10Dataset(Dataset):
+    """CIFAR-10's python-version batches (``data_batch_1`` .. ``_5`` or ``test_batch`` in
+    ``base_folder``). Images are float32 in [0, 1] of shape (3, 32, 32) (``p`` scales the
+    pixel values, as needle's ``p``); labels int. Files are read with ``pickle`` as bytes-keyed
+    dicts, as the dataset's own instructions do."""
+
+    def __init__(self, base_folder, train, p=0.5, transforms=None):
+        import os
+        import pickle
+
+        super().__init__(transforms)
+        names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
+        paths = [os.path.join(base_folder, n) for n in names]
+        paths = [q for q in paths if os.path.isfile(q)]
+        if not paths:
+            raise FileNotFoundError(f"{base_folder}: no CIFAR-10 batch files ({', '.join(names)})")
+        xs, ys = [], []
+        for path in paths:
+            with open(path, "rb") as f:
+                d = pickle.load(f, encoding="bytes")
+            get = lambda k: d[k.encode()] if k.encode() in d else d[k]
+            x = np.asarray(get("data"))
+            if x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 3072:
+                raise ValueError(f"{path}: 'data' must be uint8 (n, 3072), got {x.dtype} {x.shape}")
+            xs.append(x)
+            ys.append(np.asarray(get("labels"), dtype=np.int64))
+        self.X = (np.concatenate(xs).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0) * (2 * p)
+        self.y = np.concatenate(ys)
+        if self.X.shape[0] != self.y.shape[0]:
+            raise ValueError(f"{self.X.shape[0]} images but {self.y.shape[0]} labels")
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def __getitem__(self, index):
+        x = self.X[index]
+        if self.transforms:
+            if np.ndim(index) == 0:
+                x = self.apply_transforms(x)
+            else:
+                x = np.stack([self.apply_transforms(r) for r in x])
+        return x, self.y[index]
+
+
+class Dictionary:
+    """Token <-> id, ids handed out in first-seen order (needle's ``Dictionary``)."""
+
+    def __init__(self):
+        self.word2idx = {}
+        self.idx2word = []
+
+    def add_word(self, word):
+        if word not in self.word2idx:
+            self.word2idx[word] = len(self.idx2word)
+            self.idx2word.append(word)
+        return self.word2idx[word]
+
+    def __len__(self):
+        return len(self.idx2word)
+
+
+class Corpus:
+    """needle's ``Corpus``: ``train.txt`` and ``test.txt`` (and ``valid.txt`` when present; each
+    may be ``.gz``) in ``base_dir``, tokenised by whitespace with ``<eos>`` per line, or by
+    character (``tokens="char"``, ``"\\n"`` per line); at most ``max_lines`` lines of each."""
+
+    def __init__(self, base_dir, max_lines=None, tokens="word"):
+        import os
+
+        if tokens not in ("word", "char"):
+            raise ValueError(f"tokens must be 'word' or 'char', got {tokens!r}")
+        self.tokens = tokens
+        self.dictionary = Dictionary()
+        find = lambda n: next(
+            (p for p in (os.path.join(base_dir, n + ".gz"), os.path.join(base_dir, n))
+             if os.path.isfile(p)), None)
+        for name in ("train.txt", "test.txt"):
+            if find(name) is None:
+                raise FileNotFoundError(f"{os.path.join(base_dir, name)}: not found (nor .gz)")
+        self.train = self.tokenize(find("train.txt"), max_lines)
+        valid = find("valid.txt")
+        self.valid = self.tokenize(valid, max_lines) if valid else []
+        self.test = self.tokenize(find("test.txt"), max_lines)
+
+    def tokenize(self, path, max_lines=None):
+        opener = gzip.open if str(path).endswith(".gz") else open
+        ids = []
+        with opener(path, "rt", encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                if max_lines is not None and i >= max_lines:
+                    break
+                line = line.rstrip("\n")
+                if self.tokens == "word":
+                    ids.extend(self.dictionary.add_word(w) for w in line.split())
+                    ids.append(self.dictionary.add_word("<eos>"))
+                else:
+                    ids.extend(self.dictionary.add_word(c) for c in line)
+                    ids.append(self.dictionary.add_word("\n"))
+        return ids
+
+
+def batchify(data, batch_size, device=None, dtype=None):
+    """needle's ``batchify``: a (nbatch, batch_size) NumPy array whose column j is the j-th
+    consecutive run of ``nbatch = len(data) // batch_size`` tokens (the rest dropped)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    nbatch = len(data) // batch_size
+    if nbatch == 0:
+        raise ValueError(f"{len(data)} tokens cannot fill one row of batch_size {batch_size}")
+    return np.array(data[: nbatch * batch_size], dtype=dtype or np.int64).reshape(batch_size, nbatch).T
+
+
+def get_batch(batches, i, bptt, device=None, dtype=None):
+    """needle's ``get_batch``: rows ``i .. i+s`` as a Tensor (s, batch_size) and rows
+    ``i+1 .. i+1+s`` flattened as the target, ``s = min(bptt, len(batches) - 1 - i)``."""
+    if bptt < 1 or i + 1 >= len(batches):
+        raise IndexError(f"no window at row {i} with bptt {bptt} in {len(batches)} rows")
+    s = min(bptt, len(batches) - 1 - i)
+    data = batches[i : i + s]
+    target = batches[i + 1 : i + 1 + s].reshape(-1)
+    as_t = lambda a: Tensor(np.ascontiguousarray(a), device=device, dtype=dtype, requires_grad=False)
+    return as_t(data), as_t(target)

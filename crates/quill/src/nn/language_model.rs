@@ -73,8 +73,14 @@ impl LanguageModel {
         let (e, h, l) = (embedding_size, hidden_size, num_layers);
         let s = seed.wrapping_add(1);
         let (body, width) = match kind {
-            SeqKind::RnnTanh => (Body::Rnn(RNN::new(e, h, l, true, Nonlinearity::Tanh, s)?), h),
-            SeqKind::RnnRelu => (Body::Rnn(RNN::new(e, h, l, true, Nonlinearity::Relu, s)?), h),
+            SeqKind::RnnTanh => (
+                Body::Rnn(RNN::new(e, h, l, true, Nonlinearity::Tanh, s)?),
+                h,
+            ),
+            SeqKind::RnnRelu => (
+                Body::Rnn(RNN::new(e, h, l, true, Nonlinearity::Relu, s)?),
+                h,
+            ),
             SeqKind::Lstm => (Body::Lstm(LSTM::new(e, h, l, true, s)?), h),
             SeqKind::Gru => (Body::Gru(GRU::new(e, h, l, true, s)?), h),
             SeqKind::Transformer => {
@@ -85,7 +91,19 @@ impl LanguageModel {
                         format!("a Transformer needs an embedding size divisible by 32 (or below 32), got {e}"),
                     ));
                 }
-                let t = Transformer::new(e, h, l, e / dim_head, dim_head, 0.0, true, false, seq_len, true, s)?;
+                let t = Transformer::new(
+                    e,
+                    h,
+                    l,
+                    e / dim_head,
+                    dim_head,
+                    0.0,
+                    true,
+                    false,
+                    seq_len,
+                    true,
+                    s,
+                )?;
                 (Body::Transformer(t), e)
             }
         };
