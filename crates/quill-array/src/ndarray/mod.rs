@@ -16,6 +16,7 @@ mod mask;
 mod matmul;
 mod methods;
 mod operators;
+mod pad;
 mod reduce;
 mod sort;
 mod transfer;

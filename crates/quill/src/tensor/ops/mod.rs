@@ -2,11 +2,13 @@
 //! `Backward` side by side, grouped by kind; plus the helpers every backward needs.
 
 mod composite;
+mod conv;
 mod elementwise;
 mod index;
 mod linalg;
 mod movement;
 mod norm;
+mod pad;
 mod reduce;
 
 use super::{Backward, Tensor};
