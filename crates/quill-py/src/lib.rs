@@ -34,6 +34,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ndarray::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::stack, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::conv2d, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::conv, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::dilate, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::undilate, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::pad, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;

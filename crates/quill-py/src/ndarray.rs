@@ -317,6 +317,11 @@ impl PyNDArray {
         let ax = axes_of(axes)?.unwrap_or_else(|| (0..self.inner.ndim() as isize).collect());
         Ok(PyNDArray::wrap(self.inner.flip(&ax).q()?))
     }
+    /// needle's `pad(axes)`: zeros around each axis, `axes` one `(before, after)` pair per
+    /// axis; a new compact array.
+    fn pad(&self, axes: Vec<(usize, usize)>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.pad(&axes).q()?))
+    }
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(
             self.inner.try_astype(dtype_of(dtype)?).q()?,

@@ -395,6 +395,44 @@ pub fn conv2d(
     ))
 }
 
+/// needle's `ops.conv`: `a` (N, H, W, Cin) with weight `b` (kh, kw, Cin, Cout), zero
+/// `padding` on H and W, `stride`; returns (N, Ho, Wo, Cout). quill's `Tensor::conv`.
+#[pyfunction]
+#[pyo3(signature = (a, b, stride = 1, padding = 0))]
+pub fn conv(
+    a: PyRef<PyTensor>,
+    b: PyRef<PyTensor>,
+    stride: usize,
+    padding: usize,
+) -> PyResult<PyTensor> {
+    Ok(wrap(a.inner.conv(&b.inner, stride, padding).q()?))
+}
+
+/// needle's `ops.dilate`: `dilation` zeros after every element along each of `axes` (an int
+/// or a tuple).
+#[pyfunction]
+pub fn dilate(a: PyRef<PyTensor>, axes: &Bound<'_, PyAny>, dilation: usize) -> PyResult<PyTensor> {
+    let ax = self::axes(Some(axes))?.unwrap_or_default();
+    Ok(wrap(a.inner.dilate(&ax, dilation).q()?))
+}
+
+/// needle's `ops.undilate`: every `(dilation + 1)`-th element along each of `axes`.
+#[pyfunction]
+pub fn undilate(
+    a: PyRef<PyTensor>,
+    axes: &Bound<'_, PyAny>,
+    dilation: usize,
+) -> PyResult<PyTensor> {
+    let ax = self::axes(Some(axes))?.unwrap_or_default();
+    Ok(wrap(a.inner.undilate(&ax, dilation).q()?))
+}
+
+/// Zero padding, one `(before, after)` pair per axis (`np.pad` with zeros); differentiable.
+#[pyfunction]
+pub fn pad(a: PyRef<PyTensor>, axes: Vec<(usize, usize)>) -> PyResult<PyTensor> {
+    Ok(wrap(a.inner.pad(&axes).q()?))
+}
+
 /// Cross-entropy of logits (N, C) against integer labels (N): quill's fused loss, the mean.
 #[pyfunction]
 pub fn cross_entropy(logits: PyRef<PyTensor>, labels: &Bound<'_, PyAny>) -> PyResult<PyTensor> {

@@ -17,6 +17,7 @@ mod mask;
 mod matmul;
 mod methods;
 mod operators;
+mod pad;
 mod reduce;
 mod sort;
 mod transfer;

@@ -2,7 +2,8 @@
 needle's own names, one function per op of quill's table (``exp``, ``relu``, ``maximum``,
 ``atan2``, ...), made at the end of this file."""
 from . import _optable
-from ._native import Tensor, stack as _stack, conv2d as _conv2d
+from ._native import Tensor, stack as _stack, conv as _conv, dilate as _dilate
+from ._native import undilate as _undilate, pad as _pad
 
 
 def add(a, b):
@@ -78,10 +79,25 @@ def flip(a, axes):
 
 
 def conv(a, b, stride=1, padding=0):
-    """needle's conv: ``a`` NHWC, ``b`` (K, K, C_in, C_out); returns NHWC."""
-    x = a.permute([0, 3, 1, 2])
-    w = b.permute([3, 2, 0, 1])
-    return _conv2d(x, w, None, stride, padding).permute([0, 2, 3, 1])
+    """needle's conv: ``a`` NHWC, ``b`` (K, K, C_in, C_out) (kh != kw allowed); returns
+    NHWC. One quill op (im2col forward, needle's backward), differentiable to any order."""
+    return _conv(a, b, stride, padding)
+
+
+def dilate(a, axes, dilation):
+    """``dilation`` zeros after every element along each of ``axes``."""
+    return _dilate(a, axes, dilation)
+
+
+def undilate(a, axes, dilation):
+    """Every ``(dilation + 1)``-th element along each of ``axes``: dilate's inverse."""
+    return _undilate(a, axes, dilation)
+
+
+def pad(a, axes):
+    """Zero padding (not a needle op): ``axes`` one ``(before, after)`` pair per axis, as
+    ``NDArray.pad``."""
+    return _pad(a, [tuple(p) for p in axes])
 
 
 def _unary(name):

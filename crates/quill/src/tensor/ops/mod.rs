@@ -3,11 +3,13 @@
 
 mod attention;
 mod composite;
+mod conv;
 mod elementwise;
 mod index;
 mod linalg;
 mod movement;
 mod norm;
+mod pad;
 mod reduce;
 
 use super::{Backward, Tensor};
