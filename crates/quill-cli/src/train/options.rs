@@ -9,9 +9,10 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --model NAME             mnist: mlp|cnn (default mlp: needle's MLPResNet, hidden 512,
                            3 blocks; cnn: 2 conv blocks, slow on CPU today);
                            lm: lstm|gru|rnn|transformer (default lstm)
-  --epochs N               epochs (default 8)
-  --batch-size N           batch size (default 128)
-  --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd)
+  --epochs N               epochs (default 8; lm: 2)
+  --batch-size N           batch size (default 128; lm: 32 parallel streams)
+  --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd;
+                           lm: 0.002 / 1.0)
   --optimizer adam|adamw|sgd   optimizer (default adam; sgd uses momentum 0.9, nesterov)
   --schedule cosine|none   learning-rate schedule over all steps (default cosine, to 0)
   --weight-decay X         weight decay (default 0.0001)
@@ -114,7 +115,7 @@ fn value<T: std::str::FromStr>(flag: &str, v: Option<&String>, what: &str) -> Re
 impl Options {
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options::default();
-        let (mut model, mut data, mut batch) = (None, None, None);
+        let (mut model, mut data, mut batch, mut epochs) = (None, None, None, None);
         let mut it = args.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -145,7 +146,7 @@ impl Options {
                         ));
                     }
                 }
-                "--epochs" => o.epochs = value(a, it.next(), "a whole number")?,
+                "--epochs" => epochs = Some(value(a, it.next(), "a whole number")?),
                 "--batch-size" => batch = Some(positive(a, it.next())?),
                 "--lr" => {
                     let lr: f64 = value(a, it.next(), "a number")?;
@@ -194,16 +195,26 @@ impl Options {
                 other => return Err(format!("unknown option '{other}'")),
             }
         }
-        let (models, default_model, default_data, default_batch): (&[&str], _, _, _) = match o.task
-        {
-            Task::Mnist => (&["mlp", "cnn"], "mlp", "data/mnist", 128),
-            Task::Lm => (
-                &["lstm", "gru", "rnn", "transformer"],
-                "lstm",
-                "data/kjv",
-                32,
-            ),
-        };
+        // Per-task defaults: (models, model, data, batch size, epochs).
+        type Defaults = (
+            &'static [&'static str],
+            &'static str,
+            &'static str,
+            usize,
+            usize,
+        );
+        let (models, default_model, default_data, default_batch, default_epochs): Defaults =
+            match o.task {
+                Task::Mnist => (&["mlp", "cnn"], "mlp", "data/mnist", 128, 8),
+                Task::Lm => (
+                    &["lstm", "gru", "rnn", "transformer"],
+                    "lstm",
+                    "data/kjv",
+                    32,
+                    2,
+                ),
+            };
+        o.epochs = epochs.unwrap_or(default_epochs);
         o.model = model.unwrap_or_else(|| default_model.into());
         if !models.contains(&o.model.as_str()) {
             return Err(format!(
