@@ -14,6 +14,7 @@ mod module;
 mod norm;
 mod pool;
 mod recurrent;
+mod recurrent_kernels;
 mod recurrent_op;
 mod rnn;
 
