@@ -5,6 +5,7 @@ mod autograd;
 mod copy;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod lstm;
 mod ops;
 mod peer;
 mod train;
@@ -15,6 +16,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("ops") => ops::run(&args[1..]),
         Some("autograd") => autograd::run(&args[1..]),
         Some("train") => train::run(&args[1..]),
+        Some("lstm") => lstm::run(&args[1..]),
         #[cfg(feature = "cuda")]
         Some("cuda") => cuda::run(&args[1..]),
         #[cfg(feature = "cuda")]
@@ -26,7 +28,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Err("bench cuda needs a build with `--features cuda`".into())
         }
         Some(other) => Err(format!(
-            "unknown benchmark '{other}'; available: copy, ops, autograd, train, cuda"
+            "unknown benchmark '{other}'; available: copy, ops, autograd, train, lstm, cuda"
         )),
     }
 }

@@ -7,52 +7,13 @@
 //! and dtypes take the per-step graph. When the backward is itself recorded
 //! (`create_graph`) it is the gradient of that per-step graph, so higher derivatives hold.
 
-use super::recurrent::{layer_composite, CellKind, Nonlinearity};
+use super::recurrent::{layer_composite, CellKind};
+use super::recurrent_kernels::{
+    backward_step, forward_step, GradIn, GradOut, Real, StepIn, StepOut,
+};
 use crate::tensor::{grad, is_grad_enabled, Backward, BackwardOptions, Tensor};
 use crate::{Device, NDArray};
 use quill_core::{DType, Result};
-use std::ops::{Add, Mul, Sub};
-
-/// The float arithmetic of the gate math: f32 uses quill-cpu's vectorisable sigmoid / tanh.
-trait Real:
-    quill_cpu::CpuElement
-    + Copy
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-{
-    const ZERO: Self;
-    const ONE: Self;
-    fn sigmoid(self) -> Self;
-    fn tanh(self) -> Self;
-}
-
-impl Real for f32 {
-    const ZERO: f32 = 0.0;
-    const ONE: f32 = 1.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f32 {
-        quill_cpu::elementwise::math::sigmoid(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f32 {
-        quill_cpu::elementwise::math::tanh(self)
-    }
-}
-
-impl Real for f64 {
-    const ZERO: f64 = 0.0;
-    const ONE: f64 = 1.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f64 {
-        1.0 / (1.0 + (-self).exp())
-    }
-    #[inline(always)]
-    fn tanh(self) -> f64 {
-        f64::tanh(self)
-    }
-}
 
 /// Sizes of one layer run.
 #[derive(Clone, Copy)]
@@ -77,17 +38,6 @@ struct Layer<R: Real> {
     cs: Vec<R>,
     /// Per step and row: LSTM i, f, g, o, tanh(c); GRU r, z, n, (W_hn h + b_hn). Blocks of H.
     saved: Vec<R>,
-}
-
-impl CellKind {
-    /// Saved values per hidden unit and row.
-    fn saved_width(self) -> usize {
-        match self {
-            CellKind::Rnn(_) => 0,
-            CellKind::Lstm => 5,
-            CellKind::Gru => 4,
-        }
-    }
 }
 
 /// The fused layer (see the module doc); falls back to the per-step graph off the CPU or for
@@ -143,71 +93,26 @@ fn forward<R: Real>(kind: CellKind, inputs: &[&NDArray]) -> Result<(NDArray, Lay
         let h_prev = NDArray::from_vec(hs[t * bh..(t + 1) * bh].to_vec(), &[d.batch, h])?;
         let proj = h_prev.matmul(&w_t)?;
         let (head, tail) = hs.split_at_mut((t + 1) * bh);
-        let (hp, hn) = (&head[t * bh..], &mut tail[..bh]);
-        let (cp, cn): (&[R], &mut [R]) = if lstm {
-            let (ch, ct) = cs.split_at_mut((t + 1) * bh);
-            (&ch[t * bh..], &mut ct[..bh])
-        } else {
-            (&[], &mut [])
+        let (ch, ct) = cs.split_at_mut(if lstm { (t + 1) * bh } else { 0 });
+        let (x_t, hp) = (
+            &x[t * d.batch * gh..(t + 1) * d.batch * gh],
+            &head[t * bh..],
+        );
+        let cp: &[R] = if lstm { &ch[t * bh..] } else { &[] };
+        let out = StepOut {
+            h: &mut tail[..bh],
+            c: if lstm { &mut ct[..bh] } else { &mut [] },
+            saved: &mut saved[t * d.batch * sw..(t + 1) * d.batch * sw],
         };
-        let sv = &mut saved[t * d.batch * sw..(t + 1) * d.batch * sw];
-        let xt = &x[t * d.batch * gh..(t + 1) * d.batch * gh];
         proj.with_host_slice(|g: &[R]| {
-            // x + h W_hh^T + b_hh of one row, every gate.
-            let mut a = vec![R::ZERO; gh];
-            for r in 0..d.batch {
-                if kind != CellKind::Gru {
-                    for (k, v) in a.iter_mut().enumerate() {
-                        *v = xt[r * gh + k] + g[r * gh + k] + bias[k];
-                    }
-                }
-                let (o, s) = (r * h, r * sw);
-                match kind {
-                    CellKind::Rnn(act) => {
-                        for j in 0..h {
-                            hn[o + j] = match act {
-                                Nonlinearity::Tanh => a[j].tanh(),
-                                Nonlinearity::Relu if a[j] > R::ZERO => a[j],
-                                Nonlinearity::Relu => R::ZERO,
-                            };
-                        }
-                    }
-                    CellKind::Lstm => {
-                        for j in 0..h {
-                            let i = a[j].sigmoid();
-                            let f = a[h + j].sigmoid();
-                            let gg = a[2 * h + j].tanh();
-                            let og = a[3 * h + j].sigmoid();
-                            let c = f * cp[o + j] + i * gg;
-                            let tc = c.tanh();
-                            cn[o + j] = c;
-                            hn[o + j] = og * tc;
-                            sv[s + j] = i;
-                            sv[s + h + j] = f;
-                            sv[s + 2 * h + j] = gg;
-                            sv[s + 3 * h + j] = og;
-                            sv[s + 4 * h + j] = tc;
-                        }
-                    }
-                    CellKind::Gru => {
-                        for j in 0..h {
-                            let (xr, xz, xn) =
-                                (xt[r * gh + j], xt[r * gh + h + j], xt[r * gh + 2 * h + j]);
-                            let hr = g[r * gh + j] + bias[j];
-                            let hz = g[r * gh + h + j] + bias[h + j];
-                            let hnn = g[r * gh + 2 * h + j] + bias[2 * h + j];
-                            let rg = (xr + hr).sigmoid();
-                            let z = (xz + hz).sigmoid();
-                            let n = (xn + rg * hnn).tanh();
-                            hn[o + j] = n + z * (hp[o + j] - n);
-                            sv[s + j] = rg;
-                            sv[s + h + j] = z;
-                            sv[s + 2 * h + j] = n;
-                            sv[s + 3 * h + j] = hnn;
-                        }
-                    }
-                }
-            }
+            let inp = StepIn {
+                x: x_t,
+                g,
+                bias: &bias,
+                hp,
+                cp,
+            };
+            forward_step(kind, h, inp, out)
         })?;
     }
     let out = if lstm {
@@ -252,57 +157,33 @@ impl<R: Real> Layer<R> {
         let mut dc_next = vec![R::ZERO; if lstm { bh } else { 0 }];
         let mut direct = vec![R::ZERO; if gru { bh } else { 0 }];
         for t in (0..d.steps).rev() {
-            let sv = &self.saved[t * d.batch * sw..(t + 1) * d.batch * sw];
-            let gx = &mut dgx[t * blk..(t + 1) * blk];
-            for r in 0..d.batch {
-                let (o, s, q) = (r * h, r * sw, r * gh);
-                for j in 0..h {
-                    let dh = gh_seq[t * bh + o + j] + dh_next[o + j];
-                    match kind {
-                        CellKind::Rnn(act) => {
-                            let y = self.hs[(t + 1) * bh + o + j];
-                            gx[q + j] = match act {
-                                Nonlinearity::Tanh => dh * (R::ONE - y * y),
-                                Nonlinearity::Relu if y > R::ZERO => dh,
-                                Nonlinearity::Relu => R::ZERO,
-                            };
-                        }
-                        CellKind::Lstm => {
-                            let (i, f, gg) = (sv[s + j], sv[s + h + j], sv[s + 2 * h + j]);
-                            let (og, tc) = (sv[s + 3 * h + j], sv[s + 4 * h + j]);
-                            let cp = self.cs[t * bh + o + j];
-                            let dc = gc_seq[t * bh + o + j]
-                                + dc_next[o + j]
-                                + dh * og * (R::ONE - tc * tc);
-                            dc_next[o + j] = dc * f;
-                            let di = dc * gg;
-                            let df = dc * cp;
-                            let dg = dc * i;
-                            let d_o = dh * tc;
-                            gx[q + j] = di * i * (R::ONE - i);
-                            gx[q + h + j] = df * f * (R::ONE - f);
-                            gx[q + 2 * h + j] = dg * (R::ONE - gg * gg);
-                            gx[q + 3 * h + j] = d_o * og * (R::ONE - og);
-                        }
-                        CellKind::Gru => {
-                            let (rg, z) = (sv[s + j], sv[s + h + j]);
-                            let (n, hnn) = (sv[s + 2 * h + j], sv[s + 3 * h + j]);
-                            let hp = self.hs[t * bh + o + j];
-                            direct[o + j] = dh * z;
-                            let dan = dh * (R::ONE - z) * (R::ONE - n * n);
-                            let daz = dh * (hp - n) * z * (R::ONE - z);
-                            let dar = dan * hnn * rg * (R::ONE - rg);
-                            gx[q + j] = dar;
-                            gx[q + h + j] = daz;
-                            gx[q + 2 * h + j] = dan;
-                            let hg = &mut dgh[t * blk..(t + 1) * blk];
-                            hg[q + j] = dar;
-                            hg[q + h + j] = daz;
-                            hg[q + 2 * h + j] = dan * rg;
-                        }
-                    }
-                }
-            }
+            let dh: Vec<R> = (0..bh).map(|k| gh_seq[t * bh + k] + dh_next[k]).collect();
+            let inp = GradIn {
+                dh: &dh,
+                dc_out: if lstm {
+                    &gc_seq[t * bh..(t + 1) * bh]
+                } else {
+                    &[]
+                },
+                h: &self.hs[(t + 1) * bh..(t + 2) * bh],
+                hp: &self.hs[t * bh..(t + 1) * bh],
+                cp: if lstm {
+                    &self.cs[t * bh..(t + 1) * bh]
+                } else {
+                    &[]
+                },
+                saved: &self.saved[t * d.batch * sw..(t + 1) * d.batch * sw],
+            };
+            let out = GradOut {
+                gx: &mut dgx[t * blk..(t + 1) * blk],
+                gh: if gru {
+                    &mut dgh[t * blk..(t + 1) * blk]
+                } else {
+                    &mut []
+                },
+                carry: if lstm { &mut dc_next } else { &mut direct },
+            };
+            backward_step(kind, h, inp, out);
             // dh_{t-1} = (direct path) + d(gates_h) W_hh; not needed below step 0 unless h0
             // wants a gradient.
             if t > 0 || need[3] || (lstm && need.get(4) == Some(&true)) {
