@@ -359,7 +359,7 @@ impl Storage {
                 match r {
                     Err(Error::Unsupported { .. }) => {
                         let h = [qs, ks, vs, os, gs, ls]
-                            .map(|s| to_host(s))
+                            .map(to_host)
                             .into_iter()
                             .collect::<Result<Vec<_>>>()?;
                         let (a, b, c) = Backend::attention_backward(

@@ -17,9 +17,9 @@ use rayon::prelude::*;
 use std::ops::{Div, Sub};
 
 /// Query rows per block.
-const BQ: usize = 64;
+const BQ: usize = 128;
 /// Keys per tile.
-const BK: usize = 128;
+const BK: usize = 256;
 /// Multiply-adds below which a call stays on one thread.
 const GRAIN: usize = 1 << 16;
 

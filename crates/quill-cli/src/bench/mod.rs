@@ -1,6 +1,7 @@
 //! `quill bench ...`: benchmarks that time quill and a peer in the same run and report medians
 //! and ratios. Benchmarks are never tests: the machine is shared and noisy.
 
+mod attention;
 mod autograd;
 mod copy;
 #[cfg(feature = "cuda")]
@@ -9,6 +10,7 @@ mod lstm;
 mod ops;
 mod peer;
 mod train;
+mod transformer;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
@@ -17,6 +19,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("autograd") => autograd::run(&args[1..]),
         Some("train") => train::run(&args[1..]),
         Some("lstm") => lstm::run(&args[1..]),
+        Some("attention") => attention::run(&args[1..]),
+        Some("transformer") => transformer::run(&args[1..]),
         #[cfg(feature = "cuda")]
         Some("cuda") => cuda::run(&args[1..]),
         #[cfg(feature = "cuda")]
@@ -28,7 +32,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Err("bench cuda needs a build with `--features cuda`".into())
         }
         Some(other) => Err(format!(
-            "unknown benchmark '{other}'; available: copy, ops, autograd, train, lstm, cuda"
+            "unknown benchmark '{other}'; available: copy, ops, autograd, train, lstm, attention, \
+             transformer, cuda"
         )),
     }
 }
