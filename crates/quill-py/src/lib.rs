@@ -1,10 +1,12 @@
 //! The `quill._native` extension: NDArray (`backend_ndarray`), Tensor and the functions the
-//! Python package (`python/quill`) builds needle's API from. Errors become the Python
+//! Python package (`python/quill`) builds needle's API from (`sequence`: the recurrent,
+//! attention and Transformer layers behind `quill.nn`). Errors become the Python
 //! exceptions NumPy users expect; nothing here panics on user input.
 
 mod convert;
 mod export;
 mod ndarray;
+mod sequence;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -41,5 +43,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;
+    sequence::register(m)?;
     Ok(())
 }

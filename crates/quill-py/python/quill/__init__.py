@@ -1,8 +1,8 @@
 """quill for Python: needle's API (``import quill as ndl``) over quill's Rust core.
 
 ``quill.backend_ndarray`` is the strided NDArray level; ``quill.Tensor`` with ``quill.ops``,
-``quill.nn``, ``quill.init``, ``quill.optim`` and ``quill.data`` is the autograd level. Every
-op runs in Rust; the Python here only arranges needle's names around it.
+``quill.nn``, ``quill.init``, ``quill.optim``, ``quill.data`` and ``quill.models`` is the
+autograd level. Every op runs in Rust; the Python here only arranges needle's names around it.
 """
 from . import _native
 from . import _optable  # per-op methods of NDArray and Tensor, before anything uses them
@@ -15,9 +15,10 @@ from . import init
 from . import nn
 from . import optim
 from . import data
+from . import models
 from . import array_api
 
 __all__ = [
     "Tensor", "cpu", "cuda", "default_device", "from_dlpack", "backend_ndarray", "autograd", "ops", "init",
-    "nn", "optim", "data", "array_api",
+    "nn", "optim", "data", "models", "array_api",
 ]

@@ -1,8 +1,9 @@
-"""needle's ``nn``: modules written over quill Tensors (every op runs in Rust)."""
+"""needle's ``nn``: modules written over quill Tensors (every op runs in Rust); the sequence
+and Transformer modules live in ``nn_sequence`` and are re-exported here."""
 import numpy as np
 
 from . import init, ops
-from ._native import Tensor, cross_entropy as _cross_entropy
+from ._native import Tensor, batch_norm2d as _batch_norm2d, cross_entropy as _cross_entropy
 
 
 class Parameter(Tensor):
@@ -149,6 +150,24 @@ class BatchNorm1d(Module):
         return w * (x - rm) / ((rv + self.eps) ** 0.5) + b
 
 
+class BatchNorm2d(Module):
+    """Batch normalisation of NCHW input per channel (needle hw4's BatchNorm2d), run by quill's
+    fused op. Unlike this file's BatchNorm1d (needle's biased running variance), the running
+    variance is updated with the unbiased batch variance, as PyTorch."""
+
+    def __init__(self, dim, eps=1e-5, momentum=0.1, device=None, dtype="float32"):
+        super().__init__()
+        self.dim, self.eps, self.momentum = dim, eps, momentum
+        self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
+        self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
+        self.running_mean = init.zeros(dim, device=device, dtype=dtype)
+        self.running_var = init.ones(dim, device=device, dtype=dtype)
+
+    def forward(self, x):
+        return _batch_norm2d(x, self.weight, self.bias, self.running_mean, self.running_var,
+                             self.eps, self.momentum, self.training)
+
+
 class LayerNorm1d(Module):
     def __init__(self, dim, eps=1e-5, device=None, dtype="float32"):
         super().__init__()
@@ -213,3 +232,7 @@ class Conv(Module):
         if self.bias is not None:
             y = y + self.bias.reshape((1, 1, 1, self.out_channels)).broadcast_to(y.shape)
         return y.permute([0, 3, 1, 2])
+
+
+# needle hw4's sequence and Transformer modules (run by quill's Rust layers).
+from .nn_sequence import *  # noqa: E402,F401,F403

@@ -4,6 +4,7 @@ needle's own names, one function per op of quill's table (``exp``, ``relu``, ``m
 from . import _optable
 from ._native import Tensor, stack as _stack, conv as _conv, dilate as _dilate
 from ._native import undilate as _undilate, pad as _pad
+from ._native import scaled_dot_product_attention as _sdpa
 
 
 def add(a, b):
@@ -98,6 +99,14 @@ def pad(a, axes):
     """Zero padding (not a needle op): ``axes`` one ``(before, after)`` pair per axis, as
     ``NDArray.pad``."""
     return _pad(a, [tuple(p) for p in axes])
+
+
+def scaled_dot_product_attention(q, k, v, causal=False, scale=None):
+    """Fused ``softmax(scale * q k^T + mask) v`` (not a needle op): q (..., Lq, D), k
+    (..., Lk, D), v (..., Lk, Dv); ``scale`` defaults to 1/sqrt(D); ``causal`` hides key j
+    from query i when j > i. The probabilities are never stored (the backward recomputes
+    them blockwise)."""
+    return _sdpa(q, k, v, causal, scale)
 
 
 def _unary(name):

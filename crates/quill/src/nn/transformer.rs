@@ -22,7 +22,9 @@ pub struct TransformerLayer {
     pub norm1: LayerNorm,
     /// Post-norm only: the norm after the MLP residual.
     pub norm2: Option<LayerNorm>,
-    dropout: Dropout,
+    /// The residual branches' dropout (public so a layer can be assembled from parameters
+    /// held elsewhere, as the Python bindings do).
+    pub dropout: Dropout,
 }
 
 impl TransformerLayer {
