@@ -203,7 +203,18 @@ pub fn run(o: Options) -> Result<(), String> {
         );
         rows.push(row);
         plot::write_csv(&csv, &rows)?;
-        plot::write(&png, &rows)?;
+        let title = format!(
+            "{} language model on {} ({} tokens)",
+            o.model,
+            o.data.display(),
+            o.tokens
+        );
+        let labels = plot::Labels {
+            title: &title,
+            loss: "cross-entropy (nats / token)",
+            accuracy: "next-token accuracy (%)",
+        };
+        plot::write(&png, &rows, &labels)?;
         save(&o, &model, opt.as_ref(), epoch, vocab)?;
     }
     let (tl, _, tn) = evaluate(&model, &test, o.bptt)?;

@@ -301,7 +301,13 @@ fn train(o: Options) -> Result<(), String> {
         );
         rows.push(row);
         plot::write_csv(&csv, &rows)?;
-        plot::write(&png, &rows)?;
+        let title = format!("{} on {}", o.model, o.data.display());
+        let labels = plot::Labels {
+            title: &title,
+            loss: "cross-entropy loss",
+            accuracy: "accuracy (%)",
+        };
+        plot::write(&png, &rows, &labels)?;
         save(&o, &model, opt.as_ref(), epoch)?;
     }
     if let Some(last) = rows.last() {
