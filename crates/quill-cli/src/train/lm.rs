@@ -211,6 +211,7 @@ pub fn run(o: Options) -> Result<(), String> {
         );
         let labels = plot::Labels {
             title: &title,
+            held_out: "valid",
             loss: "cross-entropy (nats / token)",
             accuracy: "next-token accuracy (%)",
         };

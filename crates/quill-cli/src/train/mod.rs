@@ -304,6 +304,7 @@ fn train(o: Options) -> Result<(), String> {
         let title = format!("{} on {}", o.model, o.data.display());
         let labels = plot::Labels {
             title: &title,
+            held_out: "test",
             loss: "cross-entropy loss",
             accuracy: "accuracy (%)",
         };

@@ -36,6 +36,9 @@ pub struct Row {
 /// What the panels say: the figure's title and the y-axis titles.
 pub struct Labels<'a> {
     pub title: &'a str,
+    /// The legend's name for the held-out series ("test", or "valid" where that split is
+    /// what the epochs are scored on).
+    pub held_out: &'a str,
     pub loss: &'a str,
     pub accuracy: &'a str,
 }
@@ -145,7 +148,7 @@ fn draw<DB: DrawingBackend>(
         labels.accuracy,
         [
             ("train", col(|r| 100.0 * r.train_acc), BLUE),
-            ("test", col(|r| 100.0 * r.test_acc), RED),
+            (labels.held_out, col(|r| 100.0 * r.test_acc), RED),
         ],
         SeriesLabelPosition::LowerRight,
     )?;
@@ -227,6 +230,7 @@ mod tests {
 
     const LABELS: Labels = Labels {
         title: "quill test figure",
+        held_out: "test",
         loss: "cross-entropy loss",
         accuracy: "accuracy (%)",
     };
