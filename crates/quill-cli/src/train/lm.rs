@@ -211,7 +211,11 @@ pub fn run(o: Options) -> Result<(), String> {
         );
         let labels = plot::Labels {
             title: &title,
-            held_out: "valid",
+            held_out: if corpus.valid.is_empty() {
+                "test"
+            } else {
+                "valid"
+            },
             loss: "cross-entropy (nats / token)",
             accuracy: "next-token accuracy (%)",
         };
