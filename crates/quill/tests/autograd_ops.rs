@@ -360,6 +360,9 @@ fn matmul_all_forms() {
         (&[3, 4], &[4]),
         (&[4], &[4]),
         (&[2, 3, 4], &[4, 5]),
+        // A matrix shared by a batch (a Linear weight): its gradient is one stacked product.
+        (&[2, 3, 5, 4], &[4, 6]),
+        (&[1, 3, 4], &[4, 5]),
         (&[2, 1, 3, 4], &[3, 4, 2]),
         (&[4], &[2, 4, 3]),
         (&[2, 3, 4], &[4]),

@@ -79,9 +79,18 @@ pub(crate) fn pack_a<T: Copy + Default, S: Cvt<T>>(
                 step[rows..].fill(T::default());
             }
         }
+    } else if a.rs == 1 {
+        // Column-major (a transposed view, as in a weight gradient `x^T @ g`): each k step's
+        // rows are one contiguous run, copied as a slice so that the copy vectorises.
+        for (kk, step) in dst.chunks_exact_mut(mr).enumerate() {
+            let s = a.at(i0, p0 + kk);
+            for (x, &y) in step[..rows].iter_mut().zip(&a.data[s..s + rows]) {
+                *x = y.cvt();
+            }
+            step[rows..].fill(T::default());
+        }
     } else {
-        // Column-major (a transposed view) and general strides: walk one k step at a time, so
-        // the reads are contiguous when rs == 1.
+        // General strides: walk one k step at a time.
         for (kk, step) in dst.chunks_exact_mut(mr).enumerate() {
             let s = a.at(i0, p0 + kk) as isize;
             for (i, x) in step[..rows].iter_mut().enumerate() {

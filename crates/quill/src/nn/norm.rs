@@ -124,12 +124,7 @@ impl Module for LayerNorm {
                 hint: " (the last dim must be the normalised dim)".into(),
             });
         }
-        let mean = x.mean(Some(&[-1]), true)?;
-        let c = x.sub(&mean)?;
-        let var = c.square()?.mean(Some(&[-1]), true)?;
-        c.div(&var.add_scalar(self.eps)?.sqrt()?)?
-            .mul(&self.weight)?
-            .add(&self.bias)
+        x.layer_norm(&self.weight, &self.bias, self.eps)
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         vec![

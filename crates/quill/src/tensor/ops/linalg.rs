@@ -42,6 +42,14 @@ impl Backward for MatMul {
         let gb = b
             .requires_grad()
             .then(|| -> Result<Tensor> {
+                if b.ndim() == 2 && a.ndim() > 2 {
+                    // A matrix shared by the batch (a Linear layer's weight): the batch's
+                    // products summed are one product over the stacked rows, one deep GEMM
+                    // instead of a batch of shallow ones and a reduction.
+                    let (k, n) = (b.shape()[0] as isize, b.shape()[1] as isize);
+                    let rows = a.reshape(&[-1, k])?;
+                    return rows.mt()?.matmul(&g.reshape(&[-1, n])?);
+                }
                 let full = a2.mt()?.matmul(&g2)?;
                 sum_to(&full, b2.shape())?.reshape(&super::to_isize(b.shape()))
             })

@@ -6,6 +6,8 @@ mod composite;
 mod conv;
 mod elementwise;
 mod index;
+mod layer_norm;
+mod layer_norm_kernels;
 mod linalg;
 mod movement;
 mod norm;
