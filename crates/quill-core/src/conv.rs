@@ -73,7 +73,7 @@ impl ConvDims {
         let (n, c, h, wd) = (x[0], x[1], x[2], x[3]);
         let (o, cg, kh, kw) = (w[0], w[1], w[2], w[3]);
         let g = spec.groups;
-        if c % g != 0 || o % g != 0 {
+        if !c.is_multiple_of(g) || !o.is_multiple_of(g) {
             return Err(mismatch(format!(
                 " (in_c = {c} and out_c = {o} must both be divisible by groups = {g})"
             )));

@@ -109,7 +109,7 @@ impl Conv2d {
                 ("groups", (groups, groups)),
             ],
         )?;
-        if in_c % groups != 0 || out_c % groups != 0 {
+        if !in_c.is_multiple_of(groups) || !out_c.is_multiple_of(groups) {
             return Err(Error::InvalidArgument {
                 op: OP,
                 msg: format!(
