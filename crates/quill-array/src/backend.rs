@@ -14,8 +14,8 @@
 use crate::device::Device;
 use crate::NDArray;
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, DType, Error, Layout, ReduceOp, Result, Scalar, Stat,
-    UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, ReduceOp, Result, Scalar,
+    Stat, UnaryOp, Update,
 };
 use quill_cpu::CpuStorage;
 #[cfg(feature = "cuda")]
@@ -248,6 +248,32 @@ impl Storage {
         (b, lb): (&Storage, &Layout),
     ) -> Result<Storage> {
         dispatch!("matmul"; a, b => Backend::matmul((a, la), (b, lb)))
+    }
+    /// 2-D convolution (see `Backend::conv2d`) of contiguous buffers read from offsets.
+    pub(crate) fn conv2d(
+        (x, xo): (&Storage, usize),
+        (w, wo): (&Storage, usize),
+        dims: &ConvDims,
+    ) -> Result<Storage> {
+        dispatch!("conv2d"; x, w => Backend::conv2d((x, xo), (w, wo), dims))
+    }
+    /// The input gradient of `conv2d` (see `Backend::conv2d_backward_input`).
+    pub(crate) fn conv2d_backward_input(
+        (gy, go): (&Storage, usize),
+        (w, wo): (&Storage, usize),
+        dims: &ConvDims,
+    ) -> Result<Storage> {
+        dispatch!("conv2d_backward_input"; gy, w =>
+            Backend::conv2d_backward_input((gy, go), (w, wo), dims))
+    }
+    /// The weight gradient of `conv2d` (see `Backend::conv2d_backward_weight`).
+    pub(crate) fn conv2d_backward_weight(
+        (x, xo): (&Storage, usize),
+        (gy, go): (&Storage, usize),
+        dims: &ConvDims,
+    ) -> Result<Storage> {
+        dispatch!("conv2d_backward_weight"; x, gy =>
+            Backend::conv2d_backward_weight((x, xo), (gy, go), dims))
     }
     pub(crate) fn gather(
         op: &'static str,

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod conv;
 pub mod dtype;
 pub mod error;
 pub mod layout;
@@ -21,6 +22,7 @@ pub mod shape;
 pub mod slice;
 
 pub use backend::{Along, AttnDims, Backend, Stat, Update};
+pub use conv::{Conv2dSpec, ConvDims};
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};

@@ -2,10 +2,10 @@
 //! this crate. It has a kernel for every op in the trait, so the array layer's host fallback
 //! ends here.
 
-use crate::{attention, elementwise, index, matmul, optim, order, reduce, CpuStorage};
+use crate::{attention, conv, elementwise, index, matmul, optim, order, reduce, CpuStorage};
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, DType, Layout, ReduceOp, Result, Scalar, Stat, UnaryOp,
-    Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, ReduceOp, Result, Scalar, Stat,
+    UnaryOp, Update,
 };
 
 impl Backend for CpuStorage {
@@ -111,6 +111,24 @@ impl Backend for CpuStorage {
         dims: &AttnDims,
     ) -> Result<(Self, Self, Self)> {
         attention::backward(q, k, v, o, go, lse, dims)
+    }
+
+    fn conv2d(x: (&Self, usize), w: (&Self, usize), dims: &ConvDims) -> Result<Self> {
+        conv::forward(x, w, dims)
+    }
+    fn conv2d_backward_input(
+        gy: (&Self, usize),
+        w: (&Self, usize),
+        dims: &ConvDims,
+    ) -> Result<Self> {
+        conv::backward_input(gy, w, dims)
+    }
+    fn conv2d_backward_weight(
+        x: (&Self, usize),
+        gy: (&Self, usize),
+        dims: &ConvDims,
+    ) -> Result<Self> {
+        conv::backward_weight(x, gy, dims)
     }
 
     fn update(

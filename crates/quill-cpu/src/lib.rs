@@ -1,6 +1,6 @@
 //! quill-cpu: the CPU backend. `CpuStorage` (one typed buffer, from a size-class pool) and
 //! its kernels: the strided copy family (compact, setitem, fill, cast), elementwise, reductions,
-//! matmul, fused attention, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
+//! matmul, im2col convolution, fused attention, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
 //! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
 //! quill-core's `Backend` trait.
 
@@ -8,6 +8,7 @@ pub mod attention;
 mod backend;
 pub mod buf;
 pub mod cast;
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod fill;

@@ -6,6 +6,7 @@
 mod assign;
 mod attention;
 mod bytes;
+mod conv;
 mod create;
 mod display;
 mod elementwise;

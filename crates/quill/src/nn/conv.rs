@@ -1,13 +1,12 @@
-//! 2-D convolution over NCHW input with PyTorch's semantics (stride, zero padding, dilation;
-//! weight (out_c, in_c, kh, kw)), computed as im2col + one matmul. The im2col is built only
-//! from differentiable Tensor ops (a padded copy, strided slices, a stack), so autograd derives
-//! the backward pass: the slices' gradients scatter back into the padded input (col2im) and
-//! the matmul's give the weight gradient.
+//! 2-D convolution over NCHW input with PyTorch's semantics (stride, zero padding, dilation,
+//! groups; weight (out_c, in_c / groups, kh, kw)): the `Conv2d` layer over `Tensor::conv2d`,
+//! the backend's im2col + GEMM kernels with their own backward (see
+//! `tensor/ops/conv2d.rs`), plus the small helpers the pooling layers share.
 
 use super::init;
 use super::module::Module;
 use crate::tensor::Tensor;
-use quill_core::{DType, Error, Result, SliceArg};
+use quill_core::{Conv2dSpec, ConvDims, DType, Error, Result, SliceArg};
 
 const OP: &str = "Conv2d";
 
@@ -50,19 +49,22 @@ pub(crate) fn check_positive(op: &'static str, pairs: &[(&str, (usize, usize))])
     Ok(())
 }
 
-/// A 2-D convolution layer: `weight` (out_c, in_c, kh, kw), optional `bias` (out_c).
+/// A 2-D convolution layer: `weight` (out_c, in_c / groups, kh, kw), optional `bias` (out_c).
 pub struct Conv2d {
     pub weight: Tensor,
     pub bias: Option<Tensor>,
     pub stride: (usize, usize),
     pub padding: (usize, usize),
     pub dilation: (usize, usize),
+    /// Channel groups (1: every output channel sees every input channel; `in_c`: depthwise).
+    pub groups: usize,
 }
 
 impl Conv2d {
     /// `kernel`, `stride`, `padding` and `dilation` each take a `usize` (both dims) or a
     /// `(h, w)` pair. PyTorch's default init: weight and bias uniform in ±1/sqrt(fan_in) with
     /// fan_in = in_c * kh * kw (kaiming_uniform with a = sqrt(5) reduces to that bound).
+    /// One group; see `grouped` for more.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         in_c: usize,
@@ -71,6 +73,26 @@ impl Conv2d {
         stride: impl IntoPair,
         padding: impl IntoPair,
         dilation: impl IntoPair,
+        bias: bool,
+        seed: u64,
+    ) -> Result<Conv2d> {
+        Conv2d::grouped(
+            in_c, out_c, kernel, stride, padding, dilation, 1, bias, seed,
+        )
+    }
+
+    /// `new` with `groups` channel groups (PyTorch's `groups`): `in_c` and `out_c` must be
+    /// divisible by it; the weight is (out_c, in_c / groups, kh, kw) and fan_in is
+    /// in_c / groups * kh * kw.
+    #[allow(clippy::too_many_arguments)]
+    pub fn grouped(
+        in_c: usize,
+        out_c: usize,
+        kernel: impl IntoPair,
+        stride: impl IntoPair,
+        padding: impl IntoPair,
+        dilation: impl IntoPair,
+        groups: usize,
         bias: bool,
         seed: u64,
     ) -> Result<Conv2d> {
@@ -84,10 +106,21 @@ impl Conv2d {
                 ("kernel", kernel),
                 ("stride", stride),
                 ("dilation", dilation),
+                ("groups", (groups, groups)),
             ],
         )?;
-        let shape = [out_c, in_c, kernel.0, kernel.1];
-        let bound = 1.0 / ((in_c * kernel.0 * kernel.1) as f64).sqrt();
+        if !in_c.is_multiple_of(groups) || !out_c.is_multiple_of(groups) {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "in_channels = {in_c} and out_channels = {out_c} must both be divisible \
+                     by groups = {groups}"
+                ),
+            });
+        }
+        let cg = in_c / groups;
+        let shape = [out_c, cg, kernel.0, kernel.1];
+        let bound = 1.0 / ((cg * kernel.0 * kernel.1) as f64).sqrt();
         let weight = Tensor::from_array(init::uniform(&shape, bound, seed, DType::F32)?, true)?;
         let bias = if bias {
             let b = init::uniform(&[out_c], bound, seed ^ 0x5EED, DType::F32)?;
@@ -101,12 +134,13 @@ impl Conv2d {
             stride,
             padding,
             dilation,
+            groups,
         })
     }
 
     /// The convolution as a function of its operands: `x` (N, C, H, W), `w` (O, C, kh, kw),
     /// `b` (O); returns (N, O, Ho, Wo) with `Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1`.
-    /// Differentiable in all three.
+    /// Differentiable in all three, to any order. One group; see `functional_grouped`.
     pub fn functional(
         x: &Tensor,
         w: &Tensor,
@@ -115,118 +149,52 @@ impl Conv2d {
         padding: impl IntoPair,
         dilation: impl IntoPair,
     ) -> Result<Tensor> {
-        let (stride, padding, dilation) = (
-            stride.into_pair(),
-            padding.into_pair(),
-            dilation.into_pair(),
-        );
-        check_positive(OP, &[("stride", stride), ("dilation", dilation)])?;
-        let mismatch = |hint: String| Error::ShapeMismatch {
-            op: OP,
-            lhs: x.shape().into(),
-            rhs: w.shape().into(),
-            hint,
+        Conv2d::functional_grouped(x, w, b, stride, padding, dilation, 1)
+    }
+
+    /// `functional` with `groups` channel groups: `w` is (O, C / groups, kh, kw).
+    pub fn functional_grouped(
+        x: &Tensor,
+        w: &Tensor,
+        b: Option<&Tensor>,
+        stride: impl IntoPair,
+        padding: impl IntoPair,
+        dilation: impl IntoPair,
+        groups: usize,
+    ) -> Result<Tensor> {
+        let spec = Conv2dSpec {
+            stride: stride.into_pair(),
+            padding: padding.into_pair(),
+            dilation: dilation.into_pair(),
+            groups,
         };
-        if w.ndim() != 4 {
-            return Err(mismatch(
-                " (the weight must be (out_c, in_c, kh, kw))".into(),
-            ));
-        }
-        if x.ndim() != 4 {
-            return Err(mismatch(" (the input must be (N, C, H, W))".into()));
-        }
-        let (n, c, h, wd) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
-        let (o, kh, kw) = (w.shape()[0], w.shape()[2], w.shape()[3]);
-        if c != w.shape()[1] {
-            return Err(mismatch(format!(
-                " (the input has {c} channels but the weight expects in_c = {})",
-                w.shape()[1]
-            )));
-        }
-        if let Some(b) = b {
-            if b.shape() != [o] {
-                return Err(Error::ShapeMismatch {
-                    op: OP,
-                    lhs: b.shape().into(),
-                    rhs: w.shape().into(),
-                    hint: format!(" (the bias must be ({o}) for out_c = {o})"),
-                });
-            }
-        }
-        if kh == 0 || kw == 0 {
-            return Err(mismatch(" (the kernel must be at least 1 x 1)".into()));
-        }
-        let (hp, wp) = (h + 2 * padding.0, wd + 2 * padding.1);
-        // The extent of one dilated window.
-        let (eh, ew) = (dilation.0 * (kh - 1) + 1, dilation.1 * (kw - 1) + 1);
-        if hp < eh || wp < ew {
-            return Err(Error::InvalidArgument {
+        // Checked here too, so that errors name the layer.
+        ConvDims::new(OP, x.shape(), w.shape(), spec)?;
+        let y = x.conv2d(w, spec)?;
+        let Some(b) = b else { return Ok(y) };
+        let o = w.shape()[0];
+        if b.shape() != [o] {
+            return Err(Error::ShapeMismatch {
                 op: OP,
-                msg: format!(
-                    "the output would be empty: input {:?} padded by {padding:?} to ({hp}, {wp}) \
-                     is smaller than the dilated kernel ({eh}, {ew}) of weight {:?}",
-                    x.shape(),
-                    w.shape()
-                ),
+                lhs: b.shape().into(),
+                rhs: w.shape().into(),
+                hint: format!(" (the bias must be ({o}) for out_c = {o})"),
             });
         }
-        let (ho, wo) = ((hp - eh) / stride.0 + 1, (wp - ew) / stride.1 + 1);
-
-        // Work in NHWC: each window position then contributes C contiguous columns, so the
-        // stack copies runs of C elements and the column matrix is a free reshape of it.
-        let xt = x.permute(&[0, 2, 3, 1])?;
-        let xp = if padding == (0, 0) {
-            xt
-        } else {
-            let interior = [
-                SliceArg::FULL,
-                range(padding.0, padding.0 + h, 1),
-                range(padding.1, padding.1 + wd, 1),
-            ];
-            Tensor::zeros(&[n, hp, wp, c], x.dtype())?.slice_assign(&interior, &xt)?
-        };
-        let mut windows = Vec::with_capacity(kh * kw);
-        for i in 0..kh {
-            for j in 0..kw {
-                let (r0, c0) = (i * dilation.0, j * dilation.1);
-                windows.push(xp.slice(&[
-                    SliceArg::FULL,
-                    range(r0, r0 + stride.0 * (ho - 1) + 1, stride.0),
-                    range(c0, c0 + stride.1 * (wo - 1) + 1, stride.1),
-                ])?);
-            }
-        }
-        let rows = (n * ho * wo) as isize;
-        let k = (kh * kw * c) as isize;
-        // (N, Ho, Wo, kh*kw, C): column index (i, j, c) in row-major order.
-        let cols = if windows.len() == 1 {
-            windows.pop().expect("one window")
-        } else {
-            let refs: Vec<&Tensor> = windows.iter().collect();
-            Tensor::stack(&refs, 3)?
-        }
-        .reshape(&[rows, k])?;
-        // The weight in the same (i, j, c) order: (kh, kw, C, O) -> (kh*kw*C, O).
-        let wm = w.permute(&[2, 3, 1, 0])?.reshape(&[k, o as isize])?;
-        let mut y = cols.matmul(&wm)?;
-        if let Some(b) = b {
-            y = y.add(b)?;
-        }
-        // Back to NCHW as a view; the data stays NHWC, which the next conv's permute undoes.
-        y.reshape(&[n as isize, ho as isize, wo as isize, o as isize])?
-            .permute(&[0, 3, 1, 2])
+        y.add(&b.reshape(&[o as isize, 1, 1])?)
     }
 }
 
 impl Module for Conv2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Conv2d::functional(
+        Conv2d::functional_grouped(
             x,
             &self.weight,
             self.bias.as_ref(),
             self.stride,
             self.padding,
             self.dilation,
+            self.groups,
         )
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {

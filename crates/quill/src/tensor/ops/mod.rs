@@ -4,6 +4,7 @@
 mod attention;
 mod composite;
 mod conv;
+mod conv2d;
 mod elementwise;
 mod index;
 mod layer_norm;

@@ -1,0 +1,398 @@
+//! 2-D convolution on the CPU (NCHW input, (O, C / groups, kh, kw) weight, stride, zero
+//! padding, dilation, groups), as im2col + the packed GEMM of `matmul`, one sample at a time
+//! so that the column matrix (C / groups * kh * kw, Ho * Wo) of one sample stays in cache:
+//!
+//! - forward: `Y[n, g] = W[g] @ col(x[n, g])`, written straight into the NCHW output;
+//! - input gradient: `dx[n, g] = col2im(W[g]^T @ dY[n, g])`;
+//! - weight gradient: `dW[g] = sum_n dY[n, g] @ col(x[n, g])^T`, each thread summing its own
+//!   samples, the partial sums added at the end.
+//!
+//! Threads split the batch (each GEMM then runs on one thread); a single sample gives its
+//! GEMMs all the threads instead. A 1x1 kernel with stride 1 and no padding needs no column
+//! matrix: the input is already one.
+
+use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
+use crate::{CpuElement, CpuStorage};
+use quill_core::{ConvDims, DType, Error, Result};
+use rayon::prelude::*;
+
+/// Multiply-adds below which a call stays on one thread.
+const GRAIN: usize = 1 << 17;
+
+/// The float types the kernels compute in.
+pub(crate) trait ConvReal: Real + CpuElement + Cvt<Self> {
+    fn gemm() -> Gemm<Self>;
+}
+impl ConvReal for f32 {
+    fn gemm() -> Gemm<f32> {
+        select_f32()
+    }
+}
+impl ConvReal for f64 {
+    fn gemm() -> Gemm<f64> {
+        select_f64()
+    }
+}
+
+/// The sizes every kernel derives from `ConvDims`.
+#[derive(Clone, Copy)]
+struct Geom {
+    d: ConvDims,
+    /// Channels and output channels per group.
+    cg: usize,
+    og: usize,
+    /// Rows of one group's column matrix: cg * kh * kw.
+    kk: usize,
+    /// Input and output pixels per channel.
+    hw_in: usize,
+    hw: usize,
+    /// The column matrix is the input itself (1x1 kernel, stride 1, no padding).
+    direct: bool,
+}
+
+impl Geom {
+    fn new(d: &ConvDims) -> Geom {
+        let g = d.spec.groups;
+        let (cg, og) = (d.c / g, d.o / g);
+        let s = &d.spec;
+        Geom {
+            d: *d,
+            cg,
+            og,
+            kk: cg * d.kh * d.kw,
+            hw_in: d.h * d.w,
+            hw: d.ho * d.wo,
+            direct: (d.kh, d.kw) == (1, 1) && s.stride == (1, 1) && s.padding == (0, 0),
+        }
+    }
+    /// Multiply-adds of the whole convolution.
+    fn work(&self) -> usize {
+        self.d.n * self.d.o * self.kk * self.hw
+    }
+    /// Whether to split the batch across threads (else one sample's GEMMs use them all).
+    fn threads(&self) -> (bool, usize) {
+        let t = rayon::current_num_threads();
+        if t < 2 || self.work() < GRAIN {
+            (false, 1)
+        } else if self.d.n >= 2 {
+            (true, 1)
+        } else {
+            (false, t)
+        }
+    }
+    /// For kernel column `j`: the offset of its first tap from the output column and the
+    /// output columns `lo..hi` whose tap lands inside the input row.
+    fn cols(&self, j: usize) -> (isize, usize, usize) {
+        let (sw, pw, dw) = (
+            self.d.spec.stride.1,
+            self.d.spec.padding.1,
+            self.d.spec.dilation.1,
+        );
+        let off = (j * dw) as isize - pw as isize;
+        span(off, sw, self.d.w, self.d.wo)
+    }
+}
+
+/// The outputs `lo..hi` (of `count`) whose tap `o * step + off` lies in `0..len`.
+fn span(off: isize, step: usize, len: usize, count: usize) -> (isize, usize, usize) {
+    let s = step as isize;
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s } as usize;
+    let end = len as isize - off;
+    let hi = if end <= 0 { 0 } else { (end + s - 1) / s } as usize;
+    let lo = lo.min(count);
+    (off, lo, hi.clamp(lo, count))
+}
+
+/// Writes the column matrix (kk, hw) of one group of one sample: row (c, i, j) holds tap
+/// (i, j) of channel `c` for every output pixel, zero where it falls in the padding.
+fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T]) {
+    let d = &g.d;
+    let (sh, sw) = d.spec.stride;
+    let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
+    let mut rows = col.chunks_exact_mut(g.hw);
+    for c in 0..g.cg {
+        let xc = &x[c * g.hw_in..(c + 1) * g.hw_in];
+        for i in 0..d.kh {
+            let (offh, lo_h, hi_h) = span((i * dh) as isize - ph as isize, sh, d.h, d.ho);
+            for j in 0..d.kw {
+                let (offw, lo, hi) = g.cols(j);
+                let row = rows.next().expect("kk rows of hw");
+                for (oh, dst) in row.chunks_exact_mut(d.wo).enumerate() {
+                    if oh < lo_h || oh >= hi_h {
+                        dst.fill(T::default());
+                        continue;
+                    }
+                    let ih = (oh * sh) as isize + offh;
+                    let src = &xc[ih as usize * d.w..(ih as usize + 1) * d.w];
+                    dst[..lo].fill(T::default());
+                    dst[hi..].fill(T::default());
+                    let first = (lo * sw) as isize + offw;
+                    if sw == 1 {
+                        let a = first as usize;
+                        dst[lo..hi].copy_from_slice(&src[a..a + hi - lo]);
+                    } else {
+                        for (k, v) in dst[lo..hi].iter_mut().enumerate() {
+                            *v = src[first as usize + k * sw];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of `im2col`: adds each entry of the column matrix back onto the input pixel
+/// it was read from (taps in the padding are dropped).
+fn col2im<T: Real>(g: &Geom, col: &[T], dx: &mut [T]) {
+    let d = &g.d;
+    let (sh, sw) = d.spec.stride;
+    let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
+    let mut rows = col.chunks_exact(g.hw);
+    for c in 0..g.cg {
+        let xc = &mut dx[c * g.hw_in..(c + 1) * g.hw_in];
+        for i in 0..d.kh {
+            let (offh, lo_h, hi_h) = span((i * dh) as isize - ph as isize, sh, d.h, d.ho);
+            for j in 0..d.kw {
+                let (offw, lo, hi) = g.cols(j);
+                let row = rows.next().expect("kk rows of hw");
+                for oh in lo_h..hi_h {
+                    let src = &row[oh * d.wo..(oh + 1) * d.wo];
+                    let ih = ((oh * sh) as isize + offh) as usize;
+                    let dst = &mut xc[ih * d.w..(ih + 1) * d.w];
+                    let first = ((lo * sw) as isize + offw) as usize;
+                    if sw == 1 {
+                        for (a, &b) in dst[first..first + hi - lo].iter_mut().zip(&src[lo..hi]) {
+                            *a = *a + b;
+                        }
+                    } else {
+                        for (k, &b) in src[lo..hi].iter().enumerate() {
+                            let a = &mut dst[first + k * sw];
+                            *a = *a + b;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn slice<'a, T: CpuElement>(
+    op: &'static str,
+    s: &'a CpuStorage,
+    off: usize,
+    len: usize,
+) -> Result<&'a [T]> {
+    let v = T::slice(s).ok_or(Error::DTypeMismatch {
+        op,
+        expected: T::DTYPE,
+        got: s.dtype(),
+    })?;
+    v.get(off..off + len).ok_or_else(|| {
+        Error::invalid(
+            op,
+            format!(
+                "internal: a buffer of {} elements read at {off}..{}",
+                v.len(),
+                off + len
+            ),
+        )
+    })
+}
+
+fn float_dtype(op: &'static str, s: &CpuStorage) -> Result<DType> {
+    match s.dtype() {
+        d @ (DType::F32 | DType::F64) => Ok(d),
+        d => Err(quill_core::backend::unsupported(op, "cpu", d)),
+    }
+}
+
+/// Runs `body(sample, out_chunk, scratch)` for every sample, the output cut into `per`-sized
+/// chunks; threads split the samples when `split`. `scratch` is one zeroed buffer of
+/// `scratch_len` per worker, reused across its samples.
+fn per_sample<T: Real>(
+    out: &mut [T],
+    per: usize,
+    split: bool,
+    scratch_len: usize,
+    body: impl Fn(usize, &mut [T], &mut [T]) + Sync + Send,
+) {
+    if per == 0 {
+        return;
+    }
+    let init = || vec![T::default(); scratch_len];
+    if split {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each_init(init, |s, (n, o)| body(n, o, s));
+    } else {
+        let mut s = init();
+        for (n, o) in out.chunks_mut(per).enumerate() {
+            body(n, o, &mut s);
+        }
+    }
+}
+
+/// The forward: (n, o, ho, wo) from contiguous `x` and `w`.
+pub fn forward(
+    x: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    match float_dtype("conv2d", x.0)? {
+        DType::F32 => forward_t::<f32>(x, w, dims),
+        _ => forward_t::<f64>(x, w, dims),
+    }
+}
+
+fn forward_t<T: ConvReal>(
+    x: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d";
+    let g = Geom::new(dims);
+    let d = &g.d;
+    let xs = slice::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
+    let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
+    let mut out = vec![T::default(); d.n * d.o * g.hw];
+    let gemm = T::gemm();
+    let (split, t) = g.threads();
+    let scratch = if g.direct { 0 } else { g.kk * g.hw };
+    per_sample(&mut out, d.o * g.hw, split, scratch, |n, y, col| {
+        let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
+        for gi in 0..d.spec.groups {
+            let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+            let b = if g.direct {
+                Mat::new(xg, 0, g.hw as isize, 1)
+            } else {
+                im2col(&g, xg, col);
+                Mat::new(&*col, 0, g.hw as isize, 1)
+            };
+            let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
+            let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+            gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
+        }
+    });
+    Ok(T::wrap(out))
+}
+
+/// The input gradient (n, c, h, w) from contiguous `gy` and `w`.
+pub fn backward_input(
+    gy: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    match float_dtype("conv2d_backward_input", gy.0)? {
+        DType::F32 => backward_input_t::<f32>(gy, w, dims),
+        _ => backward_input_t::<f64>(gy, w, dims),
+    }
+}
+
+fn backward_input_t<T: ConvReal>(
+    gy: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d_backward_input";
+    let g = Geom::new(dims);
+    let d = &g.d;
+    let gys = slice::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
+    let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
+    let mut dx = vec![T::default(); d.n * d.c * g.hw_in];
+    let gemm = T::gemm();
+    let (split, t) = g.threads();
+    let scratch = if g.direct { 0 } else { g.kk * g.hw };
+    per_sample(&mut dx, d.c * g.hw_in, split, scratch, |n, dxn, col| {
+        let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
+        for gi in 0..d.spec.groups {
+            // W[g]^T: (kk, og), column-major in the weight's rows.
+            let a = Mat::new(ws, gi * g.og * g.kk, 1, g.kk as isize);
+            let b = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
+            let dxg = &mut dxn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+            if g.direct {
+                gemm.run([g.kk, g.hw, g.og], &a, &b, dxg, t);
+            } else {
+                gemm.run([g.kk, g.hw, g.og], &a, &b, col, t);
+                col2im(&g, col, dxg);
+            }
+        }
+    });
+    Ok(T::wrap(dx))
+}
+
+/// The weight gradient (o, c / groups, kh, kw) from contiguous `x` and `gy`.
+pub fn backward_weight(
+    x: (&CpuStorage, usize),
+    gy: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    match float_dtype("conv2d_backward_weight", x.0)? {
+        DType::F32 => backward_weight_t::<f32>(x, gy, dims),
+        _ => backward_weight_t::<f64>(x, gy, dims),
+    }
+}
+
+fn backward_weight_t<T: ConvReal>(
+    x: (&CpuStorage, usize),
+    gy: (&CpuStorage, usize),
+    dims: &ConvDims,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d_backward_weight";
+    let g = Geom::new(dims);
+    let d = &g.d;
+    let xs = slice::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
+    let gys = slice::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
+    let gemm = T::gemm();
+    let (split, t) = g.threads();
+    let len = d.o * g.kk;
+    // The samples `range` summed into `acc` (o, kk), with `col` and `tmp` as scratch.
+    let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
+        let mut col = vec![T::default(); if g.direct { 0 } else { g.kk * g.hw }];
+        let mut tmp = vec![T::default(); g.og * g.kk];
+        for (k, n) in range.enumerate() {
+            let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
+            let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
+            for gi in 0..d.spec.groups {
+                let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+                // col^T: (hw, kk), column-major in the column matrix's rows.
+                let b = if g.direct {
+                    Mat::new(xg, 0, 1, g.hw as isize)
+                } else {
+                    im2col(&g, xg, &mut col);
+                    Mat::new(&col[..], 0, 1, g.hw as isize)
+                };
+                let a = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
+                let dst = &mut acc[gi * g.og * g.kk..(gi + 1) * g.og * g.kk];
+                if k == 0 {
+                    gemm.run([g.og, g.kk, g.hw], &a, &b, dst, t);
+                } else {
+                    gemm.run([g.og, g.kk, g.hw], &a, &b, &mut tmp, t);
+                    for (s, &v) in dst.iter_mut().zip(&tmp) {
+                        *s = *s + v;
+                    }
+                }
+            }
+        }
+    };
+    let mut dw = vec![T::default(); len];
+    if split {
+        let parts = rayon::current_num_threads().min(d.n);
+        let per = d.n.div_ceil(parts);
+        let partials: Vec<Vec<T>> = (0..d.n.div_ceil(per))
+            .into_par_iter()
+            .map(|p| {
+                let mut acc = vec![T::default(); len];
+                sum_samples(p * per..((p + 1) * per).min(d.n), &mut acc);
+                acc
+            })
+            .collect();
+        for p in &partials {
+            for (s, &v) in dw.iter_mut().zip(p) {
+                *s = *s + v;
+            }
+        }
+    } else if d.n > 0 {
+        sum_samples(0..d.n, &mut dw);
+    }
+    Ok(T::wrap(dw))
+}
