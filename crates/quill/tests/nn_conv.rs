@@ -447,25 +447,3 @@ fn small_cnn_maps_mnist_batches_to_logits() {
     m.eval();
     assert_eq!(m.forward(&x).unwrap().shape(), &[2, 10]);
 }
-
-/// Timing of one training step of small_cnn on a batch of 128 (run with `--release --ignored
-/// --nocapture`); not an assertion, a number for sizing epochs.
-#[test]
-#[ignore]
-fn small_cnn_step_time() {
-    let m = small_cnn(0).unwrap();
-    let x = Tensor::randn(&[128, 1, 28, 28], 3, DType::F32).unwrap();
-    for i in 0..4 {
-        let t = std::time::Instant::now();
-        let y = m.forward(&x).unwrap();
-        let fwd = t.elapsed();
-        y.sum(None, false).unwrap().backward().unwrap();
-        eprintln!(
-            "step {i}: forward {fwd:?}, forward+backward {:?}",
-            t.elapsed()
-        );
-        for p in m.parameters() {
-            p.zero_grad();
-        }
-    }
-}
