@@ -158,7 +158,8 @@ fn forward_t<T: AttnReal + crate::CpuElement>(
     let qs = slice::<T>(q.0, q.1, batch * lq * d)?;
     let ks = slice::<T>(k.0, k.1, batch * lk * d)?;
     let vs = slice::<T>(v.0, v.1, batch * lk * dv)?;
-    let mut out = vec![T::ZERO; batch * lq * dv];
+    // Pooled: a fresh buffer this size costs a page fault per 4 KiB on every call.
+    let mut out = crate::pool::take_zeroed::<T>(batch * lq * dv);
     let mut lse = vec![T::NEG_INF; batch * lq];
     if batch * lq > 0 {
         let g = T::gemm();
@@ -289,11 +290,29 @@ fn forward_block<T: AttnReal>(
 fn online_row<T: AttnReal>(row: &mut [T], n: usize, scale: T, m: &mut T, l: &mut T, alpha: &mut T) {
     let (vis, masked) = row.split_at_mut(n);
     masked.iter_mut().for_each(|x| *x = T::ZERO);
+    // The max and the sum run in 8 lanes so that these loops, and above all the exp between
+    // them, vectorise: a serial float reduction in the exp loop kept it scalar. The max is
+    // the same in any order.
+    let mut lanes = [*m; 8];
+    let mut chunks = vis.chunks_exact_mut(8);
+    for c in &mut chunks {
+        for (x, mx) in c.iter_mut().zip(&mut lanes) {
+            *x = *x * scale;
+            if *x > *mx {
+                *mx = *x;
+            }
+        }
+    }
     let mut mt = *m;
-    for x in vis.iter_mut() {
+    for x in chunks.into_remainder() {
         *x = *x * scale;
         if *x > mt {
             mt = *x;
+        }
+    }
+    for v in lanes {
+        if v > mt {
+            mt = v;
         }
     }
     if mt == T::NEG_INF {
@@ -302,11 +321,18 @@ fn online_row<T: AttnReal>(row: &mut [T], n: usize, scale: T, m: &mut T, l: &mut
         *alpha = T::ONE;
         return;
     }
-    let mut sum = T::ZERO;
     for x in vis.iter_mut() {
         *x = (*x - mt).exp();
-        sum = sum + *x;
     }
+    let mut acc = [T::ZERO; 8];
+    let chunks = vis.chunks_exact(8);
+    let mut sum = chunks.remainder().iter().fold(T::ZERO, |s, &x| s + x);
+    for c in chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a = *a + x;
+        }
+    }
+    sum = sum + ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
     let a = (*m - mt).exp();
     *alpha = a;
     *l = *l * a + sum;
@@ -370,9 +396,9 @@ fn backward_t<T: AttnReal + crate::CpuElement>(
     let os = slice::<T>(o.0, o.1, batch * lq * dv)?;
     let gos = slice::<T>(go.0, go.1, batch * lq * dv)?;
     let ls = slice::<T>(lse.0, lse.1, batch * lq)?;
-    let mut dq = vec![T::ZERO; batch * lq * d];
-    let mut dk = vec![T::ZERO; batch * lk * d];
-    let mut dvv = vec![T::ZERO; batch * lk * dv];
+    let mut dq = crate::pool::take_zeroed::<T>(batch * lq * d);
+    let mut dk = crate::pool::take_zeroed::<T>(batch * lk * d);
+    let mut dvv = crate::pool::take_zeroed::<T>(batch * lk * dv);
     let g = T::gemm();
     let one = |(b, ((dq, dk), dvh)): HeadGrads<T>| {
         let head = Head {

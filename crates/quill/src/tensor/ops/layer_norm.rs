@@ -41,10 +41,21 @@ impl LayerNormOp {
         w: &Tensor,
         b: &Tensor,
     ) -> Result<Vec<Option<Tensor>>> {
-        let (xv, gv, wv) = (x.to_vec::<R>()?, g.to_vec::<R>()?, w.to_vec::<R>()?);
-        let (mean, rstd) = (self.mean.to_vec::<R>()?, self.rstd.to_vec::<R>()?);
-        let mut gx = x.requires_grad().then(|| vec![R::default(); xv.len()]);
-        let (gw, gb) = kernels::backward(&xv, &gv, &wv, &mean, &rstd, gx.as_deref_mut());
+        let (wv, mean, rstd) = (
+            w.to_vec::<R>()?,
+            self.mean.to_vec::<R>()?,
+            self.rstd.to_vec::<R>()?,
+        );
+        // Pooled buffers that the kernels overwrite: no zeroing, no fresh pages.
+        let mut gx = x
+            .requires_grad()
+            .then(|| quill_cpu::pool::take::<R>(x.numel()));
+        // Read in place (no copies) when x and g are contiguous.
+        let (gw, gb) = x.array().with_host_slice(|xv: &[R]| {
+            g.array().with_host_slice(|gv: &[R]| {
+                kernels::backward(xv, gv, &wv, &mean, &rstd, gx.as_deref_mut())
+            })
+        })??;
         let d = wv.len();
         let gx = gx
             .map(|v| NDArray::from_vec(v, x.shape()).map(Tensor::new))
@@ -129,7 +140,7 @@ fn host_forward<R: Float>(
     let d = w.numel();
     let rows = x.numel().checked_div(d).unwrap_or(0);
     let (wv, bv) = (w.to_vec::<R>()?, b.to_vec::<R>()?);
-    let mut y = vec![R::default(); x.numel()];
+    let mut y = quill_cpu::pool::take::<R>(x.numel());
     let (mut mean, mut rstd) = (vec![R::default(); rows], vec![R::default(); rows]);
     x.with_host_slice(|xs: &[R]| {
         kernels::forward(xs, &wv, &bv, eps, &mut y, &mut mean, &mut rstd)

@@ -189,7 +189,7 @@ pub(crate) fn backward<R: Float>(
     let gx = match gx {
         Some(v) => v,
         None => {
-            scratch = vec![R::default(); x.len()];
+            scratch = quill_cpu::pool::take::<R>(x.len());
             &mut scratch[..]
         }
     };
