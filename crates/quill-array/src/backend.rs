@@ -14,8 +14,8 @@
 use crate::device::Device;
 use crate::NDArray;
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, ReduceOp, Result, Scalar,
-    Stat, UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result,
+    Scalar, Stat, UnaryOp, Update,
 };
 use quill_cpu::CpuStorage;
 #[cfg(feature = "cuda")]
@@ -274,6 +274,20 @@ impl Storage {
     ) -> Result<Storage> {
         dispatch!("conv2d_backward_weight"; x, gy =>
             Backend::conv2d_backward_weight((x, xo), (gy, go), dims))
+    }
+    /// 2-D max pooling (see `Backend::max_pool2d`).
+    pub(crate) fn max_pool2d((x, xo): (&Storage, usize), dims: &PoolDims) -> Result<Storage> {
+        dispatch!("max_pool2d"; x => Backend::max_pool2d((x, xo), dims))
+    }
+    /// The input gradient of `max_pool2d` (see `Backend::max_pool2d_backward`).
+    pub(crate) fn max_pool2d_backward(
+        (x, xo): (&Storage, usize),
+        (y, yo): (&Storage, usize),
+        (gy, go): (&Storage, usize),
+        dims: &PoolDims,
+    ) -> Result<Storage> {
+        dispatch!("max_pool2d_backward"; x, y, gy =>
+            Backend::max_pool2d_backward((x, xo), (y, yo), (gy, go), dims))
     }
     pub(crate) fn gather(
         op: &'static str,

@@ -9,7 +9,9 @@
 //! that error into its one documented host fallback: copy the operands to the CPU, run the CPU
 //! kernel, move the result back.
 
-use crate::{BinaryOp, ConvDims, DType, Error, Layout, ReduceOp, Result, Scalar, UnaryOp};
+use crate::{
+    BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result, Scalar, UnaryOp,
+};
 
 /// A reduction that is not a plain fold over one op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -325,6 +327,25 @@ pub trait Backend: Sized {
             Self::NAME,
             x.0.dtype(),
         ))
+    }
+
+    /// 2-D max pooling of `dims.planes` contiguous (h, w) planes read from the offset: the
+    /// contiguous (planes, ho, wo) window maxima (NaN wins).
+    fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {
+        let _ = dims;
+        Err(unsupported("max_pool2d", Self::NAME, x.0.dtype()))
+    }
+    /// The gradient of `max_pool2d` with respect to its input, from the input `x`, the
+    /// forward's output `y` and its gradient `gy` (all contiguous): each window's gradient
+    /// goes to the elements equal to its maximum, split evenly between ties.
+    fn max_pool2d_backward(
+        x: (&Self, usize),
+        y: (&Self, usize),
+        gy: (&Self, usize),
+        dims: &PoolDims,
+    ) -> Result<Self> {
+        let _ = (y, gy, dims);
+        Err(unsupported("max_pool2d_backward", Self::NAME, x.0.dtype()))
     }
 
     // Training.

@@ -132,3 +132,63 @@ impl ConvDims {
         [self.n, self.o, self.ho, self.wo]
     }
 }
+
+/// A checked 2-D max pooling problem (no padding, floor output size): `planes` = N * C
+/// independent (h, w) planes, windows (kh, kw) taken (sh, sw) apart, output (ho, wo) each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolDims {
+    pub planes: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub sh: usize,
+    pub sw: usize,
+    pub ho: usize,
+    pub wo: usize,
+}
+
+impl PoolDims {
+    /// Checks an (N, C, H, W) input `x` against `kernel` and `stride`; errors name `op`.
+    pub fn new(
+        op: &'static str,
+        x: &[usize],
+        kernel: (usize, usize),
+        stride: (usize, usize),
+    ) -> Result<PoolDims> {
+        for (name, (a, b)) in [("kernel", kernel), ("stride", stride)] {
+            if a == 0 || b == 0 {
+                return Err(Error::invalid(
+                    op,
+                    format!("{name} must be at least 1 in both dims, got ({a}, {b})"),
+                ));
+            }
+        }
+        if x.len() != 4 {
+            return Err(Error::invalid(
+                op,
+                format!("the input must be (N, C, H, W), got shape {x:?}"),
+            ));
+        }
+        let (h, w) = (x[2], x[3]);
+        if h < kernel.0 || w < kernel.1 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "the output would be empty: input {x:?} is smaller than the kernel {kernel:?}"
+                ),
+            ));
+        }
+        Ok(PoolDims {
+            planes: x[0] * x[1],
+            h,
+            w,
+            kh: kernel.0,
+            kw: kernel.1,
+            sh: stride.0,
+            sw: stride.1,
+            ho: (h - kernel.0) / stride.0 + 1,
+            wo: (w - kernel.1) / stride.1 + 1,
+        })
+    }
+}

@@ -22,7 +22,7 @@ pub mod shape;
 pub mod slice;
 
 pub use backend::{Along, AttnDims, Backend, Stat, Update};
-pub use conv::{Conv2dSpec, ConvDims};
+pub use conv::{Conv2dSpec, ConvDims, PoolDims};
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};

@@ -2,10 +2,12 @@
 //! this crate. It has a kernel for every op in the trait, so the array layer's host fallback
 //! ends here.
 
-use crate::{attention, conv, elementwise, index, matmul, optim, order, reduce, CpuStorage};
+use crate::{
+    attention, conv, elementwise, index, matmul, maxpool, optim, order, reduce, CpuStorage,
+};
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, ReduceOp, Result, Scalar, Stat,
-    UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, PoolDims, ReduceOp, Result,
+    Scalar, Stat, UnaryOp, Update,
 };
 
 impl Backend for CpuStorage {
@@ -129,6 +131,18 @@ impl Backend for CpuStorage {
         dims: &ConvDims,
     ) -> Result<Self> {
         conv::backward_weight(x, gy, dims)
+    }
+
+    fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {
+        maxpool::forward(x, dims)
+    }
+    fn max_pool2d_backward(
+        x: (&Self, usize),
+        y: (&Self, usize),
+        gy: (&Self, usize),
+        dims: &PoolDims,
+    ) -> Result<Self> {
+        maxpool::backward(x, y, gy, dims)
     }
 
     fn update(

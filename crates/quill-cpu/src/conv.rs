@@ -254,11 +254,12 @@ fn forward_t<T: ConvReal>(
     let d = &g.d;
     let xs = slice::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
     let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
-    let mut out = vec![T::default(); d.n * d.o * g.hw];
+    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.o * g.hw);
+    let out = T::slice_mut(&mut store).expect("allocated as T");
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let scratch = if g.direct { 0 } else { g.kk * g.hw };
-    per_sample(&mut out, d.o * g.hw, split, scratch, |n, y, col| {
+    per_sample(out, d.o * g.hw, split, scratch, |n, y, col| {
         let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
         for gi in 0..d.spec.groups {
             let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
@@ -273,7 +274,7 @@ fn forward_t<T: ConvReal>(
             gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
         }
     });
-    Ok(T::wrap(out))
+    Ok(store)
 }
 
 /// The input gradient (n, c, h, w) from contiguous `gy` and `w`.
@@ -298,11 +299,16 @@ fn backward_input_t<T: ConvReal>(
     let d = &g.d;
     let gys = slice::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
     let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
-    let mut dx = vec![T::default(); d.n * d.c * g.hw_in];
+    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.c * g.hw_in);
+    let dx = T::slice_mut(&mut store).expect("allocated as T");
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let scratch = if g.direct { 0 } else { g.kk * g.hw };
-    per_sample(&mut dx, d.c * g.hw_in, split, scratch, |n, dxn, col| {
+    per_sample(dx, d.c * g.hw_in, split, scratch, |n, dxn, col| {
+        if !g.direct {
+            // col2im accumulates; the direct path's GEMM overwrites.
+            dxn.fill(T::default());
+        }
         let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
         for gi in 0..d.spec.groups {
             // W[g]^T: (kk, og), column-major in the weight's rows.
@@ -317,7 +323,7 @@ fn backward_input_t<T: ConvReal>(
             }
         }
     });
-    Ok(T::wrap(dx))
+    Ok(store)
 }
 
 /// The weight gradient (o, c / groups, kh, kw) from contiguous `x` and `gy`.

@@ -1,6 +1,6 @@
 //! quill-cpu: the CPU backend. `CpuStorage` (one typed buffer, from a size-class pool) and
 //! its kernels: the strided copy family (compact, setitem, fill, cast), elementwise, reductions,
-//! matmul, im2col convolution, fused attention, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
+//! matmul, im2col convolution, max pooling, fused attention, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
 //! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
 //! quill-core's `Backend` trait.
 
@@ -14,6 +14,7 @@ pub mod elementwise;
 pub mod fill;
 pub mod index;
 pub mod matmul;
+pub mod maxpool;
 pub mod optim;
 pub mod order;
 pub mod par;

@@ -1,11 +1,11 @@
 //! 2-D convolution on arrays (PyTorch's `conv2d` without bias, and its two gradients): the
 //! shape and dtype rules (`ConvDims`), compaction of the operands (the kernels read
 //! contiguous NCHW buffers) and the calls into the backend. f16 and bf16 compute in f32 and
-//! round once.
+//! round once. Max pooling (the CNN's other window op) lives here too.
 
 use super::{check_alloc, NDArray, Reads};
 use crate::backend::{colocate, Storage};
-use quill_core::{Conv2dSpec, ConvDims, DType, Error, Result};
+use quill_core::{Conv2dSpec, ConvDims, DType, Error, PoolDims, Result};
 
 /// The dtype the kernels compute in for operands of `a`'s and `b`'s dtypes.
 fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
@@ -134,5 +134,69 @@ impl NDArray {
             self.dtype(),
             |x, gy| Storage::conv2d_backward_weight(x, gy, &dims),
         )
+    }
+}
+
+impl NDArray {
+    /// 2-D max pooling of this (N, C, H, W) float array: windows `kernel` (kh, kw) taken
+    /// `stride` apart, no padding, floor output size (N, C, Ho, Wo); NaN wins a window.
+    pub fn max_pool2d(&self, kernel: (usize, usize), stride: (usize, usize)) -> Result<NDArray> {
+        const OP: &str = "max_pool2d";
+        let d = PoolDims::new(OP, self.shape(), kernel, stride)?;
+        let compute = compute_dtype(OP, self, self)?;
+        let shape = [self.shape()[0], self.shape()[1], d.ho, d.wo];
+        check_alloc(OP, shape.iter().product(), compute)?;
+        let x = prepared(self, compute)?;
+        let s = {
+            let g = Reads::new([&x]);
+            Storage::max_pool2d((g.get(0), x.offset()), &d)?
+        };
+        let out = NDArray::fresh(s, &shape)?;
+        Ok(if out.dtype() != self.dtype() {
+            out.astype(self.dtype())
+        } else {
+            out
+        })
+    }
+
+    /// The gradient of `x.max_pool2d(kernel, stride)` (with output `y`) with respect to `x`
+    /// (this array), given the output's gradient `grad`: each window's gradient goes to the
+    /// elements equal to its maximum, split evenly between ties.
+    pub fn max_pool2d_backward(
+        &self,
+        y: &NDArray,
+        grad: &NDArray,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+    ) -> Result<NDArray> {
+        const OP: &str = "max_pool2d_backward";
+        let d = PoolDims::new(OP, self.shape(), kernel, stride)?;
+        let want = [self.shape()[0], self.shape()[1], d.ho, d.wo];
+        check_shape(OP, "y", y.shape(), &want)?;
+        check_shape(OP, "grad", grad.shape(), &want)?;
+        let compute = compute_dtype(OP, self, y)?;
+        compute_dtype(OP, self, grad)?;
+        check_alloc(OP, self.numel(), compute)?;
+        let [x, y, g] = colocate(OP, [self, y, grad])?;
+        let (x, y, g) = (
+            prepared(&x, compute)?,
+            prepared(&y, compute)?,
+            prepared(&g, compute)?,
+        );
+        let s = {
+            let r = Reads::new([&x, &y, &g]);
+            Storage::max_pool2d_backward(
+                (r.get(0), x.offset()),
+                (r.get(1), y.offset()),
+                (r.get(2), g.offset()),
+                &d,
+            )?
+        };
+        let out = NDArray::fresh(s, self.shape())?;
+        Ok(if out.dtype() != self.dtype() {
+            out.astype(self.dtype())
+        } else {
+            out
+        })
     }
 }

@@ -1,10 +1,11 @@
 //! `quill bench ops`: the CPU compute kernels on f32 against NumPy and PyTorch (when they
 //! import) in one run, alternating quill and each peer case by case: matmul (GFLOP/s),
-//! elementwise ops and reductions (GB/s, bytes read plus written). Medians and ratios; absolute
+//! elementwise ops and reductions (GB/s, bytes read plus written), and a conv layer (GFLOP/s,
+//! forward alone and forward + backward). Medians and ratios; absolute
 //! figures drift with the machine's load, ratios much less.
 
 use super::{median, peer::Peer};
-use quill::{DType, NDArray};
+use quill::{DType, NDArray, Tensor};
 use std::time::Instant;
 
 enum Unit {
@@ -111,6 +112,37 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
             move || drop(m3.max(Some(&[1]), false).expect("max")),
         ));
     }
+    if want("conv") {
+        // The second conv of the MNIST CNN at batch 64: 16 -> 32 channels, 14x14, 3x3, pad 1.
+        let (n, c, o, hw) = (64usize, 16usize, 32usize, 14usize);
+        let flops = 2.0 * (n * o * c * 9 * hw * hw) as f64;
+        let spec = quill::Conv2dSpec {
+            padding: (1, 1),
+            ..quill::Conv2dSpec::default()
+        };
+        let (x, w) = (rand(&[n, c, hw, hw], 10)?, rand(&[o, c, 3, 3], 11)?);
+        let (xa, wa) = (x.clone(), w.clone());
+        v.push(Case {
+            name: "conv_fwd".into(),
+            what: format!("conv2d {n}x{c}x{hw}x{hw}, {o} 3x3 filters, pad 1: forward"),
+            unit: Unit::GFlops(flops),
+            run: Box::new(move || drop(xa.conv2d(&wa, spec).expect("conv2d"))),
+        });
+        let tx = Tensor::from_array(x, true).map_err(|e| e.to_string())?;
+        let tw = Tensor::from_array(w, true).map_err(|e| e.to_string())?;
+        let g = Tensor::new(rand(&[n, o, hw, hw], 12)?);
+        v.push(Case {
+            name: "conv_fwd_bwd".into(),
+            what: "the same conv2d: forward + backward (input and weight)".into(),
+            unit: Unit::GFlops(3.0 * flops),
+            run: Box::new(move || {
+                let y = tx.conv2d(&tw, spec).expect("conv2d");
+                y.backward_with(&g).expect("backward");
+                tx.zero_grad();
+                tw.zero_grad();
+            }),
+        });
+    }
     Ok(v)
 }
 
@@ -121,7 +153,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--rounds" => rounds = super::rounds_value(it.next())?,
-            "--only" => only = Some(it.next().ok_or("--only needs matmul|elementwise|reduce")?),
+            "--only" => {
+                only = Some(
+                    it.next()
+                        .ok_or("--only needs matmul|elementwise|reduce|conv")?,
+                )
+            }
             other => return Err(format!("bench ops: unknown option '{other}'")),
         }
     }

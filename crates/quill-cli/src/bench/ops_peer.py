@@ -58,6 +58,22 @@ if torch is not None:
         "max_last": lambda: tm.max(dim=1).values,
         "bmm": lambda: tba @ tbb,
     }
+    # The conv layer case: torch.nn.functional.conv2d forward, and forward + backward.
+    cx = torch.rand(64, 16, 14, 14, requires_grad=True)
+    cw = torch.rand(32, 16, 3, 3, requires_grad=True)
+    cg = torch.rand(64, 32, 14, 14)
+
+    def conv_fwd():
+        with torch.no_grad():
+            return torch.nn.functional.conv2d(cx, cw, padding=1)
+
+    def conv_fwd_bwd():
+        torch.nn.functional.conv2d(cx, cw, padding=1).backward(cg)
+        cx.grad = None
+        cw.grad = None
+
+    t_cases["conv_fwd"] = conv_fwd
+    t_cases["conv_fwd_bwd"] = conv_fwd_bwd
     for n, (p, q) in mats.items():
         t_cases[f"sgemm_{n}"] = (lambda p, q: lambda: p @ q)(torch.from_numpy(p), torch.from_numpy(q))
 

@@ -186,9 +186,13 @@ pub fn train_epoch(
     Ok((loss_sum, correct, seen))
 }
 
-/// The training set loader and model the main job uses with default options (for `bench`).
-pub fn default_setup() -> Result<(Sequential, Box<dyn Optimizer>, DataLoader), String> {
-    let o = Options::default();
+/// The training set loader, model and optimizer the main job uses with default options and
+/// `--model model` ("mlp" or "cnn"), for `bench`.
+pub fn default_setup(model: &str) -> Result<(Sequential, Box<dyn Optimizer>, DataLoader), String> {
+    let o = Options {
+        model: model.into(),
+        ..Options::default()
+    };
     let train = q(Mnist::load(&o.data, true))?;
     let loader = q(DataLoader::new(q(train.into_dataset())?, o.batch_size))?
         .shuffle(true)

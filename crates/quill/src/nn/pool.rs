@@ -1,12 +1,13 @@
 //! 2-D max and average pooling over NCHW input (no padding, floor output size, as PyTorch's
-//! defaults), from differentiable Tensor ops: the windows are copied out of the input onto a
+//! defaults). Max pooling runs the fused `Tensor::max_pool2d`; average pooling, and max
+//! pooling's composite reference, are built from differentiable Tensor ops: the windows are copied out of the input onto a
 //! leading axis (by one reshape / permute when they tile it, stride == kernel; else stacked
 //! from strided slices as in im2col), then reduced. Max pooling's gradient goes to the maximum (tied maxima share it, as Tensor::max).
 
 use super::conv::{check_positive, range, IntoPair};
 use super::module::Module;
 use crate::tensor::Tensor;
-use quill_core::{Error, Result, SliceArg};
+use quill_core::{Error, PoolDims, Result, SliceArg};
 
 #[derive(Clone, Copy)]
 enum Reduce {
@@ -100,8 +101,23 @@ impl MaxPool2d {
         Ok(MaxPool2d { kernel, stride })
     }
 
-    /// Max pooling of `x` (N, C, H, W) as a function.
+    /// Max pooling of `x` (N, C, H, W) as a function, over the fused `Tensor::max_pool2d`
+    /// (one pass each way).
     pub fn functional(x: &Tensor, kernel: impl IntoPair, stride: impl IntoPair) -> Result<Tensor> {
+        let (k, s) = (kernel.into_pair(), stride.into_pair());
+        // Checked here too, so that errors name the layer.
+        PoolDims::new("MaxPool2d", x.shape(), k, s)?;
+        x.max_pool2d(k, s)
+    }
+
+    /// The same pooling composed of differentiable primitives (windows copied onto a leading
+    /// axis, then `max`): the reference for the fused op, and its backward under
+    /// `create_graph`.
+    pub fn functional_composite(
+        x: &Tensor,
+        kernel: impl IntoPair,
+        stride: impl IntoPair,
+    ) -> Result<Tensor> {
         let (k, s) = (kernel.into_pair(), stride.into_pair());
         pool("MaxPool2d", x, k, s, Reduce::Max)
     }

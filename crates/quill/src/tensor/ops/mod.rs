@@ -13,6 +13,7 @@ mod linalg;
 mod movement;
 mod norm;
 mod pad;
+mod pool2d;
 mod reduce;
 
 use super::{Backward, Tensor};
