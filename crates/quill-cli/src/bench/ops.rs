@@ -1,7 +1,8 @@
 //! `quill bench ops`: the CPU compute kernels on f32 against NumPy and PyTorch (when they
-//! import) in one run, alternating quill and each peer case by case: matmul (GFLOP/s),
-//! elementwise ops and reductions (GB/s, bytes read plus written), and a conv layer (GFLOP/s,
-//! forward alone and forward + backward). Medians and ratios; absolute
+//! import) in one run, alternating quill and each peer case by case: matmul in f32 (square and
+//! Linear-layer shapes) and bf16 (PyTorch only: NumPy has no bf16) in GFLOP/s, elementwise ops
+//! and reductions (GB/s, bytes read plus written), and a conv layer (GFLOP/s, forward alone
+//! and forward + backward). Medians and ratios; absolute
 //! figures drift with the machine's load, ratios much less.
 
 use super::{median, peer::Peer};
@@ -35,18 +36,43 @@ fn rand(shape: &[usize], seed: u64) -> Result<NDArray, String> {
     NDArray::rand(shape, seed, DType::F32).map_err(|e| e.to_string())
 }
 
+/// Linear-layer shapes `[m, k, n]` of the matmul group; `ops_peer.py` lists the same.
+const LINEAR: [(&str, [usize; 3]); 3] = [
+    ("linear_32x512x512", [32, 512, 512]),
+    ("linear_128x784x512", [128, 784, 512]),
+    ("linear_1024x128x384", [1024, 128, 384]),
+];
+
+/// `(m x k) @ (k x n)` in `dtype` (inputs drawn in f32 and cast, as the peers do).
+fn gemm(name: &str, [m, k, n]: [usize; 3], dtype: DType) -> Result<Case, String> {
+    let a = rand(&[m, k], 1)?.astype(dtype);
+    let b = rand(&[k, n], 2)?.astype(dtype);
+    // Small products repeat within one timing so that the clock's resolution and the peer's
+    // call overhead do not dominate; `ops_peer.py` repeats the same count.
+    let inner = ((1usize << 25) / (2 * m * k * n)).max(1);
+    Ok(Case {
+        name: name.into(),
+        what: format!("{dtype:?} ({m} x {k}) @ ({k} x {n})"),
+        unit: Unit::GFlops(2.0 * (m * k * n * inner) as f64),
+        run: Box::new(move || {
+            for _ in 0..inner {
+                drop(a.matmul(&b).expect("matmul"));
+            }
+        }),
+    })
+}
+
 fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
     let mut v = Vec::new();
     let want = |group: &str| only.is_none_or(|o| o == group);
     if want("matmul") {
-        for n in [256usize, 512, 1024, 2048, 4096] {
-            let (a, b) = (rand(&[n, n], 1)?, rand(&[n, n], 2)?);
-            v.push(Case {
-                name: format!("sgemm_{n}"),
-                what: format!("sgemm {n}x{n} @ {n}x{n}"),
-                unit: Unit::GFlops(2.0 * (n as f64).powi(3)),
-                run: Box::new(move || drop(a.matmul(&b).expect("matmul"))),
-            });
+        for n in [64usize, 128, 256, 512, 1024, 2048, 4096] {
+            v.push(gemm(&format!("sgemm_{n}"), [n, n, n], DType::F32)?);
+        }
+        // The products Linear layers see in training: a small batch, an MNIST batch, and a
+        // transformer's (batch * seq) x d_model @ d_model x 3 d_model projection.
+        for (name, mkn) in LINEAR {
+            v.push(gemm(name, mkn, DType::F32)?);
         }
         let (a, b) = (rand(&[64, 128, 128], 3)?, rand(&[64, 128, 128], 4)?);
         v.push(Case {
@@ -55,6 +81,14 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
             unit: Unit::GFlops(64.0 * 2.0 * 128f64.powi(3)),
             run: Box::new(move || drop(a.matmul(&b).expect("bmm"))),
         });
+    }
+    if want("bf16") {
+        for n in [256usize, 512, 1024] {
+            v.push(gemm(&format!("bf16_{n}"), [n, n, n], DType::BF16)?);
+        }
+        for (name, mkn) in LINEAR {
+            v.push(gemm(&format!("bf16_{name}"), mkn, DType::BF16)?);
+        }
     }
     if want("elementwise") {
         let n = 1usize << 24;
@@ -149,6 +183,7 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut rounds = 5usize;
     let mut only = None;
+    let mut filter = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -156,19 +191,24 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--only" => {
                 only = Some(
                     it.next()
-                        .ok_or("--only needs matmul|elementwise|reduce|conv")?,
+                        .ok_or("--only needs matmul|bf16|elementwise|reduce|conv")?,
                 )
             }
+            "--filter" => filter = Some(it.next().ok_or("--filter needs a case-name substring")?),
             other => return Err(format!("bench ops: unknown option '{other}'")),
         }
     }
-    let cases = cases(only.map(String::as_str))?;
+    let mut cases = cases(only.map(String::as_str))?;
+    if let Some(f) = filter {
+        cases.retain(|c| c.name.contains(f.as_str()));
+    }
     let reps = 3;
     let mut peer = Peer::start(include_str!("ops_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
     println!(
-        "quill bench ops: f32, {} threads, {rounds} rounds x {reps} reps, medians; peers: {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "quill bench ops: {} threads (RAYON_NUM_THREADS; the peers get the same), {rounds} rounds x {reps} reps, medians; matmul kernel {} (QUILL_MATMUL_KERNEL); peers: {}",
+        rayon::current_num_threads(),
+        std::env::var("QUILL_MATMUL_KERNEL").unwrap_or_else(|_| "best".into()),
         peer.as_ref()
             .map_or("none".to_string(), |p| p.version.clone())
     );

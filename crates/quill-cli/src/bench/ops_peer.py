@@ -9,13 +9,16 @@ import time
 # after each call and take the cores from quill's next timing (set before the libraries load).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# The same thread count as quill: RAYON_NUM_THREADS when set, else every core.
+THREADS = int(os.environ.get("RAYON_NUM_THREADS") or os.cpu_count() or 1)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(THREADS))
 
 import numpy as np  # noqa: E402
 
 try:
     import torch
 
-    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    torch.set_num_threads(THREADS)
 except Exception:  # noqa: BLE001 - any import failure means "no PyTorch peer"
     torch = None
 
@@ -25,7 +28,19 @@ x = rng.random(N, dtype=np.float32)
 y = rng.random(N, dtype=np.float32)
 m = rng.random((4096, 4096), dtype=np.float32)
 col = rng.random((4096, 1), dtype=np.float32)
-mats = {n: (rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)) for n in (256, 512, 1024, 2048, 4096)}
+# (m, k, n) of each matmul case; ops.rs lists the same.
+shapes = {f"sgemm_{n}": (n, n, n) for n in (64, 128, 256, 512, 1024, 2048, 4096)}
+shapes.update(
+    {
+        "linear_32x512x512": (32, 512, 512),
+        "linear_128x784x512": (128, 784, 512),
+        "linear_1024x128x384": (1024, 128, 384),
+    }
+)
+mats = {
+    name: (rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32))
+    for name, (m, k, n) in shapes.items()
+}
 ba = rng.random((64, 128, 128), dtype=np.float32)
 bb = rng.random((64, 128, 128), dtype=np.float32)
 into = np.empty_like(x)
@@ -40,8 +55,23 @@ np_cases = {
     "max_last": lambda: m.max(axis=1),
     "bmm": lambda: ba @ bb,
 }
-for n, (p, q) in mats.items():
-    np_cases[f"sgemm_{n}"] = (lambda p, q: lambda: p @ q)(p, q)
+
+
+def repeat(f, m, k, n):
+    """Runs `f` as many times per timing as ops.rs does for an (m x k) @ (k x n) product."""
+    inner = max(1, (1 << 25) // (2 * m * k * n))
+    if inner == 1:
+        return f
+
+    def run():
+        for _ in range(inner):
+            f()
+
+    return run
+
+
+for name, (p, q) in mats.items():
+    np_cases[name] = repeat((lambda p, q: lambda: p @ q)(p, q), *shapes[name])
 
 t_cases = {}
 if torch is not None:
@@ -74,8 +104,16 @@ if torch is not None:
 
     t_cases["conv_fwd"] = conv_fwd
     t_cases["conv_fwd_bwd"] = conv_fwd_bwd
-    for n, (p, q) in mats.items():
-        t_cases[f"sgemm_{n}"] = (lambda p, q: lambda: p @ q)(torch.from_numpy(p), torch.from_numpy(q))
+    for name, (p, q) in mats.items():
+        f = (lambda p, q: lambda: p @ q)(torch.from_numpy(p), torch.from_numpy(q))
+        t_cases[name] = repeat(f, *shapes[name])
+    # bf16 products (NumPy has none): the f32 inputs rounded to bf16, as quill's case does.
+    bf = {f"bf16_{n}": (n, n, n) for n in (256, 512, 1024)}
+    bf.update({"bf16_" + k: v for k, v in shapes.items() if k.startswith("linear_")})
+    for name, (m_, k_, n_) in bf.items():
+        p = torch.from_numpy(rng.random((m_, k_), dtype=np.float32)).bfloat16()
+        q = torch.from_numpy(rng.random((k_, n_), dtype=np.float32)).bfloat16()
+        t_cases[name] = repeat((lambda p, q: lambda: torch.matmul(p, q))(p, q), m_, k_, n_)
 
 version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
 print("ready " + version, flush=True)

@@ -1,12 +1,15 @@
 //! The BLIS loop nest for one product `C = A @ B` (C row-major, fresh): columns in blocks of NC,
 //! depth in blocks of KC (B's KC x NC block packed once and shared by the threads), rows in
 //! blocks of about MC (each thread packs its own MC x KC block of A), then NR-wide and MR-tall
-//! micro-tiles. Block sizes come per kernel: a B micro-panel (KC x NR) stays in L1 while the
-//! A block (MC x KC) stays in L2 and the B block (KC x NC) in L3.
+//! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
+//! (`cache.rs`): a B micro-panel (KC x NR) stays in L1 while the A block (MC x KC) stays in L2
+//! and the B block (KC x NC) in L3. When m is too small to give every thread row blocks, the
+//! threads take column stripes instead.
 
 use super::active_kernel;
+use super::cache::CacheSizes;
 use super::kernels::{self, Kernel, MicroKernel, Tile};
-use super::pack::{pack_a, pack_b, Cvt, Mat};
+use super::pack::{Mat, Pack};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::ops::{Add, Mul};
@@ -20,50 +23,78 @@ pub(crate) trait Real:
 impl Real for f32 {}
 impl Real for f64 {}
 
-/// A micro-kernel and the block sizes tuned for it.
+/// A micro-kernel and its block sizes. `T` is the output (and accumulator) type, `P` the
+/// packed operand type: `T` itself, or `u32` bf16 pairs for the bf16 kernel.
 #[derive(Clone, Copy)]
-pub(crate) struct Gemm<T> {
+pub(crate) struct Gemm<T, P = T> {
     mr: usize,
     nr: usize,
+    /// Depth per block, in depth values (a multiple of the packing's `DEPTH`).
     kc: usize,
     mc: usize,
     nc: usize,
-    kernel: MicroKernel<T>,
+    kernel: MicroKernel<T, P>,
 }
 
-impl<T> Gemm<T> {
-    const fn new(kernel: MicroKernel<T>, [mr, nr, kc, mc, nc]: [usize; 5]) -> Self {
+impl<T, P> Gemm<T, P> {
+    /// A kernel with an `mr x nr` tile whose packed steps each cover `depth` depth values, with
+    /// block sizes derived from this machine's caches.
+    pub(crate) fn derived(kernel: MicroKernel<T, P>, mr: usize, nr: usize, depth: usize) -> Self {
+        Self::for_caches(kernel, mr, nr, depth, CacheSizes::get())
+    }
+
+    /// The block sizes for caches `c` (the BLIS analytic model, simplified): a B micro-panel
+    /// (KC x NR) fills half of L1d, leaving room for the A micro-panel and C tile streaming
+    /// through; the A block (MC x KC) half of L2; the shared B block (KC x NC) a quarter of L3.
+    /// On a Zen 3 (32 KiB L1d, 512 KiB L2) this gives the hand-tuned AVX2 f32 sizes
+    /// (KC 256, MC 252); on a Zen 4 / Zen 5 (48 KiB, 1 MiB) AVX-512 f32 gets KC 192, MC 672.
+    pub(crate) fn for_caches(
+        kernel: MicroKernel<T, P>,
+        mr: usize,
+        nr: usize,
+        depth: usize,
+        c: CacheSizes,
+    ) -> Self {
+        let sz = size_of::<P>();
+        let steps = (c.l1d / 2 / (nr * sz) / 8 * 8).clamp(32, 512);
+        let mc = (c.l2 / 2 / (steps * sz) / mr * mr).clamp(mr, 1024 / mr * mr);
+        let nc = (c.l3 / 4 / (steps * sz) / nr * nr).clamp(nr, 4096);
         Gemm {
             mr,
             nr,
-            kc,
+            kc: steps * depth,
             mc,
             nc,
             kernel,
         }
     }
-}
 
-// Block sizes. AVX2 (tuned on a Zen 3 with 32 KiB L1d, 512 KiB L2): a 256-deep B micro-panel
-// is 16 KiB, an A block 240 x 256 f32 is 240 KiB. AVX-512 (for 48 KiB L1d, 2 MiB L2): a 192-deep
-// 32-wide B micro-panel is 24 KiB, an A block 480 x 192 f32 is 360 KiB.
-pub(crate) fn select_f32() -> Gemm<f32> {
-    match active_kernel() {
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::new(kernels::avx512_f32, [12, 32, 192, 480, 4096]),
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::new(kernels::avx2_f32, [6, 16, 256, 240, 4096]),
-        _ => Gemm::new(kernels::generic::<f32, 4, 16>, [4, 16, 256, 128, 2048]),
+    /// `[mr, nr, kc, mc, nc]`, for tests.
+    #[cfg(test)]
+    pub(crate) fn sizes(&self) -> [usize; 5] {
+        [self.mr, self.nr, self.kc, self.mc, self.nc]
     }
 }
 
+/// The f32 GEMM for the active kernel.
+pub(crate) fn select_f32() -> Gemm<f32> {
+    match active_kernel() {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => Gemm::derived(kernels::avx512_f32, 12, 32, 1),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f32, 6, 16, 1),
+        _ => Gemm::derived(kernels::generic::<f32, 4, 16>, 4, 16, 1),
+    }
+}
+
+/// The f64 GEMM for the active kernel.
 pub(crate) fn select_f64() -> Gemm<f64> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::new(kernels::avx512_f64, [12, 16, 192, 240, 2048]),
+        Kernel::Avx512 => Gemm::derived(kernels::avx512_f64, 12, 16, 1),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::new(kernels::avx2_f64, [6, 8, 256, 120, 2048]),
-        _ => Gemm::new(kernels::generic::<f64, 4, 8>, [4, 8, 256, 64, 1024]),
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f64, 6, 8, 1),
+        _ => Gemm::derived(kernels::generic::<f64, 4, 8>, 4, 8, 1),
     }
 }
 
@@ -78,7 +109,7 @@ const KEEP_BYTES: usize = 16 << 20;
 /// Runs `f` on a 64-byte aligned scratch slice of `len` values, reusing this thread's buffer.
 /// The buffer is taken out of its cell while in use, so a nested call (rayon may run another
 /// task here while this one waits) gets a fresh one instead of aliasing it.
-fn with_scratch<T: Real, R>(
+fn with_scratch<T: bytemuck::Pod, R>(
     key: &'static LocalKey<Cell<Vec<f64>>>,
     len: usize,
     f: impl FnOnce(&mut [T]) -> R,
@@ -96,10 +127,31 @@ fn with_scratch<T: Real, R>(
     r
 }
 
-impl<T: Real> Gemm<T> {
+/// Where C lives: element (i, j) at `ptr + i * ldc + j`. Shared between threads that each
+/// write their own row blocks or column stripes, never the same element.
+#[derive(Clone, Copy)]
+struct Out<T> {
+    ptr: *mut T,
+    ldc: usize,
+}
+
+// SAFETY: an `Out` points into a slice that `Gemm::run` borrows mutably for as long as any copy
+// lives, and the threads given copies write disjoint sets of elements (see `run` and `nest`).
+unsafe impl<T: Send> Send for Out<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Out<T> {}
+
+impl<T> Out<T> {
+    fn at(self, i: usize, j: usize) -> *mut T {
+        self.ptr.wrapping_add(i * self.ldc + j)
+    }
+}
+
+impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// `c = a @ b` with `a` m x k, `b` k x n, `c` the m x n row-major slice (fully overwritten),
-    /// on up to `threads` threads.
-    pub(crate) fn run<SA: Cvt<T>, SB: Cvt<T>>(
+    /// on up to `threads` threads. Every element's sum runs in the same order whatever the
+    /// thread count and split, so results are deterministic.
+    pub(crate) fn run<SA: Pack<P>, SB: Pack<P>>(
         &self,
         [m, n, k]: [usize; 3],
         a: &Mat<SA>,
@@ -107,7 +159,7 @@ impl<T: Real> Gemm<T> {
         c: &mut [T],
         threads: usize,
     ) {
-        debug_assert_eq!(c.len(), m * n);
+        assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
         if m == 0 || n == 0 {
             return;
         }
@@ -115,46 +167,90 @@ impl<T: Real> Gemm<T> {
             c.fill(T::default());
             return;
         }
+        let out = Out {
+            ptr: c.as_mut_ptr(),
+            ldc: n,
+        };
+        let panels = n.div_ceil(self.nr);
+        // Too few row tiles to give each thread a balanced share of row blocks: give each a
+        // stripe of columns instead. Each stripe packs its own B columns and the whole of A
+        // (small when m is), and the threads meet once instead of once per depth block.
+        if threads > 1 && m.div_ceil(self.mr) < 4 * threads && panels >= 2 {
+            let stripes = threads.min(panels);
+            let per = panels.div_ceil(stripes) * self.nr;
+            (0..stripes).into_par_iter().for_each(|s| {
+                let j0 = s * per;
+                if j0 < n {
+                    let w = per.min(n - j0);
+                    let o = Out {
+                        ptr: out.at(0, j0),
+                        ldc: n,
+                    };
+                    self.nest([m, w, k], a, &b.shifted(0, j0), o, 1);
+                }
+            });
+        } else {
+            self.nest([m, n, k], a, b, out, threads);
+        }
+    }
+
+    /// The loop nest over an m x n block of C at `out` (which `run` checked lies in its slice);
+    /// row blocks go to the threads.
+    fn nest<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        out: Out<T>,
+        threads: usize,
+    ) {
         let (mr, nr) = (self.mr, self.nr);
+        debug_assert_eq!(self.kc % SA::DEPTH, 0);
         // Row blocks: a multiple of the thread count, so that the threads finish together.
         let mut blocks = m.div_ceil(self.mc);
         if threads > 1 {
             blocks = blocks.next_multiple_of(threads);
         }
         let mc = m.div_ceil(blocks).next_multiple_of(mr);
+        let steps = |kc: usize| kc.div_ceil(SA::DEPTH);
         let (kc_max, nc_max) = (self.kc.min(k), self.nc.min(n).next_multiple_of(nr));
-        with_scratch(&PACK_B, kc_max * nc_max, |bpack: &mut [T]| {
+        with_scratch(&PACK_B, steps(kc_max) * nc_max, |bpack: &mut [P]| {
             for jc in (0..n).step_by(self.nc) {
                 let nc = self.nc.min(n - jc);
                 for pc in (0..k).step_by(self.kc) {
                     let kc = self.kc.min(k - pc);
-                    let bp = &mut bpack[..nc.div_ceil(nr) * nr * kc];
-                    let panel = |(q, dst): (usize, &mut [T])| {
+                    let panel_len = nr * steps(kc);
+                    let bp = &mut bpack[..nc.div_ceil(nr) * panel_len];
+                    let panel = |(q, dst): (usize, &mut [P])| {
                         let j = q * nr;
-                        pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
+                        SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
                     if threads > 1 && kc * nc >= 1 << 15 {
-                        bp.par_chunks_mut(nr * kc).enumerate().for_each(panel);
+                        bp.par_chunks_mut(panel_len).enumerate().for_each(panel);
                     } else {
-                        bp.chunks_mut(nr * kc).enumerate().for_each(panel);
+                        bp.chunks_mut(panel_len).enumerate().for_each(panel);
                     }
                     let blk = Block {
                         g: self,
                         bpack: bp,
                         a,
-                        n,
+                        out,
                         jc,
                         nc,
                         pc,
                         kc,
                     };
-                    let rows = |(i, cr): (usize, &mut [T])| {
-                        with_scratch(&PACK_A, mc * kc, |ap| blk.rows(ap, i * mc, cr))
+                    let rows = |i: usize| {
+                        let ic = i * mc;
+                        if ic < m {
+                            let rows = mc.min(m - ic);
+                            with_scratch(&PACK_A, mc * steps(kc), |ap| blk.rows(ap, ic, rows))
+                        }
                     };
                     if threads > 1 && blocks > 1 {
-                        c.par_chunks_mut(mc * n).enumerate().for_each(rows);
+                        (0..blocks).into_par_iter().for_each(rows);
                     } else {
-                        c.chunks_mut(mc * n).enumerate().for_each(rows);
+                        (0..blocks).for_each(rows);
                     }
                 }
             }
@@ -163,51 +259,160 @@ impl<T: Real> Gemm<T> {
 }
 
 /// One (jc, pc) step: a packed B block and where it sits.
-struct Block<'a, T, SA> {
-    g: &'a Gemm<T>,
-    bpack: &'a [T],
+struct Block<'a, T, P, SA> {
+    g: &'a Gemm<T, P>,
+    bpack: &'a [P],
     a: &'a Mat<'a, SA>,
-    n: usize,
+    out: Out<T>,
     jc: usize,
     nc: usize,
     pc: usize,
     kc: usize,
 }
 
-impl<T: Real, SA: Cvt<T>> Block<'_, T, SA> {
-    /// Packs rows `ic..` of A (as many as `c` holds) and runs every micro-tile of those rows
-    /// against this block of B; `c` is those rows of C.
-    fn rows(&self, apack: &mut [T], ic: usize, c: &mut [T]) {
-        let (g, kc, n) = (self.g, self.kc, self.n);
-        let mc = c.len() / n;
+impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
+    /// Packs rows `ic..ic + mc` of A and runs every micro-tile of those rows against this
+    /// block of B.
+    fn rows(&self, apack: &mut [P], ic: usize, mc: usize) {
+        let (g, kc) = (self.g, self.kc);
+        let steps = kc.div_ceil(SA::DEPTH);
         for (p, dst) in apack
-            .chunks_mut(g.mr * kc)
+            .chunks_mut(g.mr * steps)
             .take(mc.div_ceil(g.mr))
             .enumerate()
         {
             let i = p * g.mr;
-            pack_a(dst, self.a, ic + i, g.mr.min(mc - i), self.pc, kc, g.mr);
+            SA::pack_a(dst, self.a, ic + i, g.mr.min(mc - i), self.pc, kc, g.mr);
         }
         for jr in (0..self.nc).step_by(g.nr) {
-            let bp = &self.bpack[jr * kc..(jr + g.nr) * kc];
+            let bp = &self.bpack[jr * steps..(jr + g.nr) * steps];
             for ir in (0..mc).step_by(g.mr) {
-                let ap = &apack[ir * kc..(ir + g.mr) * kc];
+                let ap = &apack[ir * steps..(ir + g.mr) * steps];
                 let t = Tile {
-                    kc,
+                    kc: steps,
                     a: ap.as_ptr(),
                     b: bp.as_ptr(),
-                    c: c[ir * n + self.jc + jr..].as_mut_ptr(),
-                    ldc: n,
+                    c: self.out.at(ic + ir, self.jc + jr),
+                    ldc: self.out.ldc,
                     first: self.pc == 0,
                     mr: g.mr.min(mc - ir),
                     nr: g.nr.min(self.nc - jr),
                 };
-                // SAFETY: `ap` and `bp` are slices of exactly kc*MR and kc*NR packed values.
-                // The tile's last element, (ir + mr - 1) * n + jc + jr + nr - 1, is below
-                // mc * n = c.len() because ir + mr <= mc and jc + jr + nr <= jc + nc <= n, and
-                // `c` is borrowed mutably for the call. The kernel was chosen by
-                // `active_kernel`, which only yields kernels whose features this CPU has.
+                // SAFETY: `ap` and `bp` are slices of exactly steps*MR and steps*NR packed
+                // values. The tile covers rows ic+ir.. < ic+mc <= m and columns jc+jr.. <
+                // jc+nc <= n of the m x n block at `out`, which `run` placed inside the slice
+                // it borrows mutably (a column stripe's block included: its columns end at or
+                // before the full row's end); no other thread writes these rows of these
+                // columns. The kernel was chosen for a CPU that has its features.
                 unsafe { (g.kernel)(&t) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zen3() -> CacheSizes {
+        CacheSizes {
+            l1d: 32 << 10,
+            l2: 512 << 10,
+            l3: 32 << 20,
+        }
+    }
+
+    #[test]
+    fn blocks_follow_the_caches() {
+        let k = kernels::generic::<f32, 4, 16>;
+        // Zen 3, AVX2 f32 tile: the sizes once tuned by hand there (KC 256, MC about 240).
+        assert_eq!(
+            Gemm::for_caches(k, 6, 16, 1, zen3()).sizes(),
+            [6, 16, 256, 252, 4096]
+        );
+        // 48 KiB L1d, 1 MiB L2, AVX-512 f32 tile.
+        let zen4 = CacheSizes {
+            l1d: 48 << 10,
+            l2: 1 << 20,
+            l3: 32 << 20,
+        };
+        assert_eq!(
+            Gemm::for_caches(k, 12, 32, 1, zen4).sizes(),
+            [12, 32, 192, 672, 4096]
+        );
+        // bf16 pairs: the same bytes per step, twice the depth.
+        let p = Gemm::<f32, u32>::for_caches(|_| {}, 12, 32, 2, zen4).sizes();
+        assert_eq!(p, [12, 32, 384, 672, 4096]);
+        // Tiny caches clamp to the smallest workable blocks.
+        let tiny = CacheSizes {
+            l1d: 1,
+            l2: 1,
+            l3: 1,
+        };
+        assert_eq!(
+            Gemm::for_caches(k, 4, 16, 1, tiny).sizes(),
+            [4, 16, 32, 4, 16]
+        );
+    }
+
+    /// A splitmix-style generator: values in [-1, 1).
+    fn values(seed: u64, n: usize) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let z = (s ^ (s >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The smallest blocks (KC 32, MC = MR, NC = NR) make every loop of the nest run many
+    /// times on a small product: depth accumulation, row and column blocks, edge tiles, and
+    /// the column split, against a naive f64 product.
+    #[test]
+    fn tiny_blocks_every_loop() {
+        let tiny = CacheSizes {
+            l1d: 1,
+            l2: 1,
+            l3: 1,
+        };
+        for kern in Kernel::ALL.into_iter().filter(|k| k.is_available()) {
+            let g = super::super::with_kernel(kern, select_f32).unwrap();
+            let g = Gemm::for_caches(g.kernel, g.mr, g.nr, 1, tiny);
+            for (m, k, n) in [(1, 1, 1), (50, 100, 70), (3, 65, 129), (37, 33, 31)] {
+                let (a, b) = (values(1, m * k), values(2, k * n));
+                let want: Vec<f64> = (0..m * n)
+                    .map(|e| {
+                        let (i, j) = (e / n, e % n);
+                        (0..k)
+                            .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                            .sum()
+                    })
+                    .collect();
+                for threads in [1, 2, 3] {
+                    let mut c = vec![f32::NAN; m * n];
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    pool.install(|| {
+                        g.run(
+                            [m, n, k],
+                            &Mat::new(&a, 0, k as isize, 1),
+                            &Mat::new(&b, 0, n as isize, 1),
+                            &mut c,
+                            threads,
+                        )
+                    });
+                    for (e, (x, w)) in c.iter().zip(&want).enumerate() {
+                        let tol = 2.0 * (k as f64 + 1.0) * f32::EPSILON as f64;
+                        assert!(
+                            (*x as f64 - w).abs() <= tol,
+                            "{kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
+                        );
+                    }
+                }
             }
         }
     }

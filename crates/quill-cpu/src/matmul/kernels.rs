@@ -6,13 +6,14 @@
 
 use super::gemm::Real;
 
-/// A micro-kernel's operands. `a` holds `kc * MR` values, `b` holds `kc * NR`; `c` points at the
-/// tile's top-left element of a row-major matrix with row stride `ldc`, of which the kernel
-/// touches `mr` rows and `nr` columns. `first` overwrites `c`, otherwise it accumulates.
-pub(crate) struct Tile<T> {
+/// A micro-kernel's operands. `a` holds `kc * MR` packed values, `b` holds `kc * NR` (`P` is
+/// `T`, or a bf16 pair for the bf16 kernel); `c` points at the tile's top-left element of a
+/// row-major matrix with row stride `ldc`, of which the kernel touches `mr` rows and `nr`
+/// columns. `first` overwrites `c`, otherwise it accumulates.
+pub(crate) struct Tile<T, P = T> {
     pub kc: usize,
-    pub a: *const T,
-    pub b: *const T,
+    pub a: *const P,
+    pub b: *const P,
     pub c: *mut T,
     pub ldc: usize,
     pub first: bool,
@@ -24,7 +25,7 @@ pub(crate) struct Tile<T> {
 /// `t.a` / `t.b` are valid for reads of `kc * MR` / `kc * NR` values; `t.c` is valid for
 /// reads and writes of `mr` rows of `nr` values at stride `ldc`, with `mr <= MR`, `nr <= NR`;
 /// the CPU has the kernel's target features.
-pub(crate) type MicroKernel<T> = unsafe fn(&Tile<T>);
+pub(crate) type MicroKernel<T, P = T> = unsafe fn(&Tile<T, P>);
 
 /// Which micro-kernel family runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,10 +1,13 @@
 //! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
 //! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
 //! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs`, SIMD micro-kernels
-//! chosen at run time in `kernels.rs`); f16 and bf16 are widened to f32 while packing and rounded
-//! once at the end; integers and bool run a plain loop (`int.rs`). Shape logic (1-D operands,
+//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`); bf16 runs
+//! `vdpbf16ps` on bf16 pairs where the CPU has AVX512_BF16 (`bf16.rs`), otherwise f16 and bf16
+//! are widened to f32 while packing; both accumulate in f32 and round once at the end; integers and bool run a plain loop (`int.rs`). Shape logic (1-D operands,
 //! broadcasting the batch dims) belongs to the caller; this module takes the broadcast layouts.
 
+mod bf16;
+mod cache;
 mod gemm;
 mod int;
 mod kernels;
@@ -12,20 +15,21 @@ mod pack;
 
 use crate::CpuStorage;
 pub(crate) use gemm::{Gemm, Real};
-use half::{bf16, f16};
+use half::f16;
 
 use quill_core::{Error, Layout, Result, Runs};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::OnceLock;
 
+pub use cache::CacheSizes;
 pub use kernels::Kernel;
 // The fused attention kernel runs its tile products through the same single-threaded GEMM.
 pub(crate) use gemm::{select_f32, select_f64};
-pub(crate) use pack::{Cvt, Mat};
+pub(crate) use pack::{Cvt, Mat, Pack};
 
 /// Multiply-adds below which a product stays on one thread.
-const SMALL: usize = 1 << 17;
+const SMALL: usize = 1 << 19;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
@@ -122,8 +126,22 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
     match (a, b, &mut out) {
         (S::F32(x), S::F32(y), S::F32(o)) => float(&d, x, a_l, y, b_l, o, gemm::select_f32()),
         (S::F64(x), S::F64(y), S::F64(o)) => float(&d, x, a_l, y, b_l, o, gemm::select_f64()),
-        (S::F16(x), S::F16(y), S::F16(o)) => half_float(&d, x, a_l, y, b_l, o, f16::from_f32),
-        (S::BF16(x), S::BF16(y), S::BF16(o)) => half_float(&d, x, a_l, y, b_l, o, bf16::from_f32),
+        (S::F16(x), S::F16(y), S::F16(o)) => {
+            half_float(&d, x, a_l, y, b_l, o, f16::from_f32, gemm::select_f32())
+        }
+        (S::BF16(x), S::BF16(y), S::BF16(o)) => match bf16::select() {
+            Some(g) => half_float(&d, x, a_l, y, b_l, o, half::bf16::from_f32, g),
+            None => half_float(
+                &d,
+                x,
+                a_l,
+                y,
+                b_l,
+                o,
+                half::bf16::from_f32,
+                gemm::select_f32(),
+            ),
+        },
         (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::I64(x), S::I64(y), S::I64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::U8(x), S::U8(y), S::U8(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
@@ -188,14 +206,14 @@ fn fold_rows(a_l: &Layout, b_l: &Layout) -> Option<(usize, isize)> {
 }
 
 /// f32 / f64: one GEMM per product, threads inside large products or across the batch.
-fn float<T: Real, S: Cvt<T>>(
+fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
     d: &Dims,
     a: &[S],
     a_l: &Layout,
     b: &[S],
     b_l: &Layout,
     out: &mut [T],
-    g: Gemm<T>,
+    g: Gemm<T, P>,
 ) {
     let (m, k, n) = (d.m, d.k, d.n);
     if out.is_empty() {
@@ -232,8 +250,10 @@ fn float<T: Real, S: Cvt<T>>(
     }
 }
 
-/// f16 / bf16: accumulate the whole product in f32 (widened while packing), round once.
-fn half_float<H: Cvt<f32> + Send + Sync>(
+/// f16 / bf16: accumulate the whole product in f32 (widened while packing, or bf16 pairs fed
+/// to `vdpbf16ps`), round once.
+#[allow(clippy::too_many_arguments)]
+fn half_float<H: Pack<P>, P: bytemuck::Pod + Send + Sync>(
     d: &Dims,
     a: &[H],
     a_l: &Layout,
@@ -241,9 +261,10 @@ fn half_float<H: Cvt<f32> + Send + Sync>(
     b_l: &Layout,
     out: &mut [H],
     round: fn(f32) -> H,
+    g: Gemm<f32, P>,
 ) {
     let mut wide = vec![0f32; out.len()];
-    float(d, a, a_l, b, b_l, &mut wide, gemm::select_f32());
+    float(d, a, a_l, b, b_l, &mut wide, g);
     for (o, w) in out.iter_mut().zip(&wide) {
         *o = round(*w);
     }

@@ -52,6 +52,64 @@ impl<'a, S> Mat<'a, S> {
     fn at(&self, i: usize, j: usize) -> usize {
         (self.off as isize + i as isize * self.rs + j as isize * self.cs) as usize
     }
+    /// The submatrix whose (0, 0) is element (i, j) of this one (which must exist).
+    pub fn shifted(&self, i: usize, j: usize) -> Self {
+        Mat {
+            data: self.data,
+            off: self.at(i, j),
+            rs: self.rs,
+            cs: self.cs,
+        }
+    }
+}
+
+impl<S: Copy> Mat<'_, S> {
+    /// Element (i, j), bounds-checked against the buffer.
+    #[inline(always)]
+    pub fn get(&self, i: usize, j: usize) -> S {
+        self.data[self.at(i, j)]
+    }
+}
+
+/// A source element type that packs into panels of `P` for one micro-kernel family. `DEPTH`
+/// depth values share one packed `P` (1 for f32 / f64; 2 for bf16 pairs), so a panel of
+/// depth `kc` holds `kc.div_ceil(DEPTH)` steps of `mr` (A) or `nr` (B) values.
+pub(crate) trait Pack<P>: Copy + Send + Sync {
+    const DEPTH: usize;
+    /// Rows `i0..i0 + rows` (rows <= mr), depth `p0..p0 + kc` of `a` into one A panel, rows
+    /// past `rows` zero.
+    fn pack_a(
+        dst: &mut [P],
+        a: &Mat<Self>,
+        i0: usize,
+        rows: usize,
+        p0: usize,
+        kc: usize,
+        mr: usize,
+    );
+    /// Depth `p0..p0 + kc`, columns `j0..j0 + cols` (cols <= nr) of `b` into one B panel,
+    /// columns past `cols` zero.
+    fn pack_b(
+        dst: &mut [P],
+        b: &Mat<Self>,
+        p0: usize,
+        kc: usize,
+        j0: usize,
+        cols: usize,
+        nr: usize,
+    );
+}
+
+impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
+    const DEPTH: usize = 1;
+    #[inline]
+    fn pack_a(dst: &mut [T], a: &Mat<S>, i0: usize, rows: usize, p0: usize, kc: usize, mr: usize) {
+        pack_a(dst, a, i0, rows, p0, kc, mr)
+    }
+    #[inline]
+    fn pack_b(dst: &mut [T], b: &Mat<S>, p0: usize, kc: usize, j0: usize, cols: usize, nr: usize) {
+        pack_b(dst, b, p0, kc, j0, cols, nr)
+    }
 }
 
 /// Packs rows `i0..i0 + rows` (rows <= mr) and columns `p0..p0 + kc` of `a` into one A panel:

@@ -1,0 +1,253 @@
+//! The GEMM's paths beyond the shape rules (`matmul.rs` covers those): every size 1..67 on
+//! every kernel, the column split taken when m is small, the same bits whatever the thread
+//! count, non-contiguous operands on those paths, and the bf16 path (`vdpbf16ps` where the CPU
+//! has AVX512_BF16, widened to f32 elsewhere) against a naive f64 product of the bf16 inputs.
+
+use quill::{s, DType, NDArray};
+use quill_cpu::matmul::{with_kernel, CacheSizes, Kernel};
+use quill_test_support::Prng;
+
+/// The naive product of row-major `a` (m x k) and `b` (k x n) in f64.
+fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    c
+}
+
+fn f64s(x: &NDArray) -> Vec<f64> {
+    x.astype(DType::F64).to_vec::<f64>().unwrap()
+}
+
+/// Values in [-1, 1] of `dt`.
+fn rand(rng: &mut Prng, shape: &[usize], dt: DType) -> NDArray {
+    let v: Vec<f64> = (0..shape.iter().product())
+        .map(|_| rng.unit() * 2.0 - 1.0)
+        .collect();
+    NDArray::from_vec(v, shape).unwrap().astype(dt)
+}
+
+/// Checks the 2-D product `a @ b` against `naive` on the values `a` and `b` hold (so rounding
+/// of the inputs to f16 / bf16 is part of the reference): f32 accumulation error grows with k,
+/// and a half-precision output is rounded once more.
+fn check(a: &NDArray, b: &NDArray, ctx: &str) {
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let got = a.matmul(b).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    assert_eq!(got.shape(), &[m, n], "{ctx}");
+    let want = naive(&f64s(a), &f64s(b), m, k, n);
+    let (acc_eps, out_eps) = match a.dtype() {
+        DType::F64 => (f64::EPSILON, 0.0),
+        DType::BF16 => (f32::EPSILON as f64, 1.0 / 256.0),
+        DType::F16 => (f32::EPSILON as f64, 1.0 / 2048.0),
+        _ => (f32::EPSILON as f64, 0.0),
+    };
+    for (i, (g, w)) in f64s(&got).iter().zip(&want).enumerate() {
+        let tol = 2.0 * (k as f64 + 1.0) * acc_eps + w.abs() * out_eps;
+        assert!(
+            (g - w).abs() <= tol,
+            "{ctx}: element {i} ({}, {}): got {g}, want {w}",
+            i / n,
+            i % n
+        );
+    }
+}
+
+fn kernels() -> Vec<Kernel> {
+    Kernel::ALL
+        .into_iter()
+        .filter(|k| k.is_available())
+        .collect()
+}
+
+/// Runs `f` on a pool of `t` threads.
+fn on_threads<R: Send>(t: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(t)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+#[test]
+fn cache_sizes_are_plausible() {
+    let c = CacheSizes::get();
+    assert!(c.l1d >= 8 << 10 && c.l1d < c.l2, "{c:?}");
+    assert!(c.l2 <= 64 << 20, "{c:?}");
+}
+
+/// Every m, n and k from 1 to 67 (each swept with the other two fixed at sizes that leave edge
+/// tiles), every kernel, one and two threads.
+#[test]
+fn every_size_to_67_every_kernel() {
+    let mut rng = Prng::new(11);
+    for kern in kernels() {
+        for dt in [DType::F32, DType::F64] {
+            for t in [1, 2] {
+                for x in 1..=67 {
+                    for (m, k, n) in [(x, 37, 45), (29, x, 53), (23, 41, x)] {
+                        let a = rand(&mut rng, &[m, k], dt);
+                        let b = rand(&mut rng, &[k, n], dt);
+                        let ctx = format!("{kern:?} {dt} {t}t {m}x{k}x{n}");
+                        on_threads(t, || with_kernel(kern, || check(&a, &b, &ctx)).unwrap());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Small m with wide n (the column split), with n not a multiple of any tile width and deep
+/// enough for several depth blocks, on 2 and 3 threads; the Linear-layer shapes too.
+#[test]
+fn column_split_small_m() {
+    let mut rng = Prng::new(12);
+    let shapes = [
+        (1, 300, 1000),
+        (5, 513, 97),
+        (32, 512, 512),
+        (47, 130, 1001),
+        (128, 784, 130),
+    ];
+    for kern in kernels() {
+        for t in [2, 3] {
+            for &(m, k, n) in &shapes {
+                let a = rand(&mut rng, &[m, k], DType::F32);
+                let b = rand(&mut rng, &[k, n], DType::F32);
+                let ctx = format!("{kern:?} {t}t {m}x{k}x{n}");
+                on_threads(t, || with_kernel(kern, || check(&a, &b, &ctx)).unwrap());
+            }
+        }
+    }
+}
+
+/// One thread, the row split and the column split sum every element in the same order, so
+/// they agree to the bit.
+#[test]
+fn same_bits_for_any_thread_count() {
+    let mut rng = Prng::new(13);
+    for kern in kernels() {
+        for (m, k, n) in [
+            (8, 700, 900),
+            (300, 500, 200),
+            (64, 64, 64),
+            (1000, 128, 384),
+        ] {
+            for dt in [DType::F32, DType::BF16] {
+                let a = rand(&mut rng, &[m, k], dt);
+                let b = rand(&mut rng, &[k, n], dt);
+                let run = |t| {
+                    on_threads(t, || with_kernel(kern, || f64s(&a.matmul(&b).unwrap()))).unwrap()
+                };
+                let one = run(1);
+                for t in [2, 3, 4] {
+                    assert!(
+                        run(t) == one,
+                        "{kern:?} {dt} {m}x{k}x{n}: {t} threads differ from 1"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Transposed, negative-step, offset and broadcast (stride-0) operands on the small-m and
+/// bf16 paths.
+#[test]
+fn non_contiguous_operands() {
+    let mut rng = Prng::new(14);
+    for kern in kernels() {
+        for dt in [DType::F32, DType::BF16] {
+            for t in [1, 2] {
+                // A transposed (column-major), B a negative-step slice of a wider matrix.
+                let at = rand(&mut rng, &[77, 9], dt).transpose(0, 1).unwrap();
+                let bw = rand(&mut rng, &[77, 150], dt);
+                let b = bw.slice(&s![.., 3..;-2]).unwrap();
+                let b = b.slice(&s![..;-1, ..]).unwrap();
+                // A offset into a bigger buffer; B transposed.
+                let ab = rand(&mut rng, &[40, 90], dt);
+                let a2 = ab.slice(&s![5..30, 7..88]).unwrap();
+                let b2 = rand(&mut rng, &[70, 81], dt).transpose(0, 1).unwrap();
+                // A broadcast along its rows (every row the same), B a broadcast column.
+                let row = rand(&mut rng, &[1, 65], dt);
+                let a3 = row.broadcast_to(&[13, 65]).unwrap();
+                let col = rand(&mut rng, &[65, 1], dt);
+                let b3 = col.broadcast_to(&[65, 40]).unwrap();
+                // B with its rows reversed (negative row stride, unit column stride).
+                let b4 = rand(&mut rng, &[81, 19], dt);
+                let b4 = b4.slice(&s![..;-1, ..]).unwrap();
+                let cases = [
+                    (&at, &b, "T @ -step"),
+                    (&a2, &b2, "offset @ T"),
+                    (&a3, &b3, "bcast @ bcast"),
+                    (&a2, &b4, "offset @ reversed rows"),
+                ];
+                for (a, b, what) in cases {
+                    let ctx = format!("{kern:?} {dt} {t}t {what}");
+                    on_threads(t, || with_kernel(kern, || check(a, b, &ctx)).unwrap());
+                }
+            }
+        }
+    }
+}
+
+/// bf16 on every kernel (the AVX-512 one uses `vdpbf16ps` where the CPU has AVX512_BF16):
+/// odd depths (a pair padded with zero), edge tiles, several depth blocks, batches.
+#[test]
+fn bf16_against_f64_reference() {
+    let mut rng = Prng::new(15);
+    for kern in kernels() {
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (13, 3, 33),
+            (12, 2, 32),
+            (25, 385, 65),
+            (7, 1001, 9),
+            (130, 257, 70),
+            (64, 64, 64),
+        ] {
+            let a = rand(&mut rng, &[m, k], DType::BF16);
+            let b = rand(&mut rng, &[k, n], DType::BF16);
+            let ctx = format!("{kern:?} bf16 {m}x{k}x{n}");
+            with_kernel(kern, || check(&a, &b, &ctx)).unwrap();
+        }
+        // A batch: each product checked on its own.
+        let a = rand(&mut rng, &[3, 20, 31], DType::BF16);
+        let b = rand(&mut rng, &[3, 31, 18], DType::BF16);
+        let c = with_kernel(kern, || a.matmul(&b).unwrap()).unwrap();
+        for i in 0..3 {
+            let (x, y) = (
+                a.slice(&s![i, .., ..]).unwrap(),
+                b.slice(&s![i, .., ..]).unwrap(),
+            );
+            let want = with_kernel(kern, || x.matmul(&y).unwrap()).unwrap();
+            assert_eq!(
+                f64s(&c.slice(&s![i, .., ..]).unwrap()),
+                f64s(&want),
+                "{kern:?} batch {i}"
+            );
+        }
+    }
+}
+
+/// bf16 products are exact in f32, so sums of small integers come out exact, past the
+/// 256 at which a bf16 accumulator would stall.
+#[test]
+fn bf16_accumulates_in_f32() {
+    for kern in kernels() {
+        for k in [255, 256, 257, 1000] {
+            let a = NDArray::full(&[3, k], 1.0, DType::BF16).unwrap();
+            let b = NDArray::full(&[k, 5], 1.0, DType::BF16).unwrap();
+            let c = with_kernel(kern, || a.matmul(&b).unwrap()).unwrap();
+            // k ones sum to k exactly in f32; the bf16 output then rounds k to 8 bits.
+            let want = half::bf16::from_f32(k as f32).to_f64();
+            assert!(
+                f64s(&c).iter().all(|&x| x == want),
+                "{kern:?} k={k}: {:?}",
+                f64s(&c)
+            );
+        }
+    }
+}
