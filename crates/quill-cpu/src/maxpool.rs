@@ -145,34 +145,81 @@ fn backward_t<T: PoolReal>(
     let gs = slice::<T>(OP, gy.0, gy.1, d.planes * ohw)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * hw);
     let dx = T::slice_mut(&mut store).expect("allocated as T");
+    let tiles = (d.kh, d.kw) == (d.sh, d.sw);
     planes(dx, hw, d.planes * hw, |p, dxp| {
-        dxp.fill(T::default());
         let xp = &xs[p * hw..(p + 1) * hw];
-        for oh in 0..d.ho {
-            for ow in 0..d.wo {
-                let k = p * ohw + oh * d.wo + ow;
-                let (m, g) = (ys[k], gs[k]);
-                let (r0, c0) = (oh * d.sh, ow * d.sw);
-                let at = |i: usize, j: usize| (r0 + i) * d.w + c0 + j;
-                let mut ties = 0;
-                for i in 0..d.kh {
-                    for j in 0..d.kw {
-                        ties += usize::from(xp[at(i, j)] == m);
-                    }
+        let (yp, gp) = (&ys[p * ohw..(p + 1) * ohw], &gs[p * ohw..(p + 1) * ohw]);
+        if tiles {
+            tiled(d, xp, yp, gp, dxp);
+        } else {
+            overlapping(d, xp, yp, gp, dxp);
+        }
+    });
+    Ok(store)
+}
+
+/// Each window's gradient share: `g / ties`, or 0 when no element equals the maximum (NaN).
+#[inline(always)]
+fn share<T: PoolReal>(d: &PoolDims, x: &[T], oh: usize, ow: usize, m: T, g: T) -> T {
+    let (r0, c0) = (oh * d.sh, ow * d.sw);
+    let mut ties = 0;
+    for i in 0..d.kh {
+        let row = &x[(r0 + i) * d.w + c0..(r0 + i) * d.w + c0 + d.kw];
+        ties += row.iter().filter(|&&v| v == m).count();
+    }
+    match ties {
+        0 => T::default(),
+        1 => g,
+        t => g / T::count(t),
+    }
+}
+
+/// Windows that tile the plane (stride == kernel): every input element belongs to at most
+/// one window, so each is written once, no accumulation; the cropped edge is zero.
+fn tiled<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+    let mut shares = vec![T::default(); d.wo];
+    let used = d.wo * d.kw;
+    for oh in 0..d.ho {
+        for (ow, s) in shares.iter_mut().enumerate() {
+            let k = oh * d.wo + ow;
+            *s = share(d, x, oh, ow, y[k], g[k]);
+        }
+        for i in 0..d.kh {
+            let r = (oh * d.kh + i) * d.w;
+            let (xr, dr) = (&x[r..r + d.w], &mut dx[r..r + d.w]);
+            for (ow, (xw, dw)) in xr[..used]
+                .chunks_exact(d.kw)
+                .zip(dr[..used].chunks_exact_mut(d.kw))
+                .enumerate()
+            {
+                let m = y[oh * d.wo + ow];
+                for (a, &v) in dw.iter_mut().zip(xw) {
+                    *a = if v == m { shares[ow] } else { T::default() };
                 }
-                if ties == 0 {
-                    continue;
-                }
-                let share = if ties == 1 { g } else { g / T::count(ties) };
-                for i in 0..d.kh {
-                    for j in 0..d.kw {
-                        if xp[at(i, j)] == m {
-                            dxp[at(i, j)] = dxp[at(i, j)] + share;
-                        }
+            }
+            dr[used..].fill(T::default());
+        }
+    }
+    dx[d.ho * d.kh * d.w..].fill(T::default());
+}
+
+/// Overlapping or gapped windows: shares accumulate into a zeroed plane.
+fn overlapping<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+    dx.fill(T::default());
+    for oh in 0..d.ho {
+        for ow in 0..d.wo {
+            let k = oh * d.wo + ow;
+            let m = y[k];
+            let s = share(d, x, oh, ow, m, g[k]);
+            let (r0, c0) = (oh * d.sh, ow * d.sw);
+            for i in 0..d.kh {
+                let at = (r0 + i) * d.w + c0;
+                for (a, &v) in dx[at..at + d.kw].iter_mut().zip(&x[at..at + d.kw]) {
+                    if v == m {
+                        *a = *a + s;
                     }
                 }
             }
         }
-    });
-    Ok(store)
+    }
 }
