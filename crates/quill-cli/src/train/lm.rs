@@ -11,7 +11,7 @@ use quill::data::{batchify, get_batch, unigram_perplexity, Corpus, Tokenizer};
 use quill::nn::functional::{cross_entropy, Reduction};
 use quill::nn::models::{parameter_count, LanguageModel, SeqKind, SeqState};
 use quill::nn::Module;
-use quill::optim::{apply_schedule, clip_grad_norm, CosineLr, LrSchedule, Optimizer};
+use quill::optim::{apply_schedule, clip_grad_norm, CosineLr, LrSchedule};
 use quill::tensor::no_grad;
 use quill::NDArray;
 use std::collections::BTreeMap;
@@ -105,7 +105,7 @@ pub fn run(o: Options) -> Result<(), String> {
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
-        start = resume(&o, &model, opt.as_mut(), vocab)?;
+        start = super::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0, vocab))?;
         rows = plot::read_csv(&csv);
         rows.retain(|r| r.epoch <= start);
         println!(
@@ -220,7 +220,7 @@ pub fn run(o: Options) -> Result<(), String> {
             accuracy: "next-token accuracy (%)",
         };
         plot::write(&png, &rows, &labels)?;
-        save(&o, &model, opt.as_ref(), epoch, vocab)?;
+        super::save(&o, &model, opt.as_ref(), &meta_of(&o, epoch, vocab))?;
     }
     let (tl, _, tn) = evaluate(&model, &test, o.bptt)?;
     let ppl = (tl / tn.max(1) as f64).exp();
@@ -233,68 +233,4 @@ pub fn run(o: Options) -> Result<(), String> {
         o.checkpoint_path().display()
     );
     Ok(())
-}
-
-fn save(
-    o: &Options,
-    model: &dyn Module,
-    opt: &dyn Optimizer,
-    epoch: usize,
-    vocab: usize,
-) -> Result<(), String> {
-    let mut all: Vec<(String, NDArray)> = model
-        .state_dict()
-        .into_iter()
-        .map(|(n, a)| (format!("model.{n}"), a))
-        .collect();
-    all.extend(
-        opt.state_dict()
-            .into_iter()
-            .map(|(n, a)| (format!("optim.{n}"), a)),
-    );
-    q(quill::io::save_safetensors(
-        &o.checkpoint_path(),
-        &all,
-        &meta_of(o, epoch, vocab),
-    ))
-}
-
-fn resume(
-    o: &Options,
-    model: &dyn Module,
-    opt: &mut dyn Optimizer,
-    vocab: usize,
-) -> Result<usize, String> {
-    let path = o.checkpoint_path();
-    let (all, meta) = q(quill::io::load_safetensors(&path))?;
-    let want = meta_of(o, 0, vocab);
-    for key in [
-        "task",
-        "model",
-        "optimizer",
-        "seed",
-        "batch_size",
-        "tokens",
-        "vocab",
-        "bptt",
-    ] {
-        if meta.get(key) != Some(&want[key]) {
-            return Err(format!(
-                "{}: the checkpoint was made with {key} = {:?}, this run has {:?}; pass the same options to resume",
-                path.display(),
-                meta.get(key),
-                want[key]
-            ));
-        }
-    }
-    let part = |p: &str| -> Vec<(String, NDArray)> {
-        all.iter()
-            .filter_map(|(n, a)| n.strip_prefix(p).map(|s| (s.to_string(), a.clone())))
-            .collect()
-    };
-    q(model.load_state_dict(&part("model.")))?;
-    q(opt.load_state_dict(&part("optim.")))?;
-    meta.get("epoch")
-        .and_then(|e| e.parse().ok())
-        .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
 }

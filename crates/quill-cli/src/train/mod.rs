@@ -92,7 +92,14 @@ fn meta_of(o: &Options, epoch: usize) -> BTreeMap<String, String> {
     ])
 }
 
-fn save(o: &Options, model: &dyn Module, opt: &dyn Optimizer, epoch: usize) -> Result<(), String> {
+/// Writes model and optimizer state with `meta` (which names the epoch and the options a resume
+/// must repeat) to the checkpoint, atomically. Shared by both tasks.
+fn save(
+    o: &Options,
+    model: &dyn Module,
+    opt: &dyn Optimizer,
+    meta: &BTreeMap<String, String>,
+) -> Result<(), String> {
     let mut all: Vec<(String, NDArray)> = model
         .state_dict()
         .into_iter()
@@ -106,17 +113,22 @@ fn save(o: &Options, model: &dyn Module, opt: &dyn Optimizer, epoch: usize) -> R
     q(quill::io::save_safetensors(
         &o.checkpoint_path(),
         &all,
-        &meta_of(o, epoch),
+        meta,
     ))
 }
 
-/// Restores model and optimizer; returns the last finished epoch.
-fn resume(o: &Options, model: &dyn Module, opt: &mut dyn Optimizer) -> Result<usize, String> {
+/// Restores model and optimizer after checking that every entry of `want` but the epoch
+/// matches the checkpoint's metadata; returns the last finished epoch.
+fn resume(
+    o: &Options,
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    want: &BTreeMap<String, String>,
+) -> Result<usize, String> {
     let path = o.checkpoint_path();
     let (all, meta) = q(quill::io::load_safetensors(&path))?;
-    for key in ["model", "optimizer", "seed", "batch_size"] {
-        let want = meta_of(o, 0)[key].clone();
-        if meta.get(key) != Some(&want) {
+    for (key, want) in want.iter().filter(|(k, _)| *k != "epoch") {
+        if meta.get(key) != Some(want) {
             return Err(format!(
                 "{}: the checkpoint was made with {key} = {:?}, this run has {want:?}; pass the same options to resume",
                 path.display(),
@@ -242,7 +254,7 @@ fn train(o: Options) -> Result<(), String> {
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
-        start = resume(&o, &model, opt.as_mut())?;
+        start = resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
         rows = plot::read_csv(&csv);
         rows.retain(|r| r.epoch <= start);
         println!(
@@ -313,7 +325,7 @@ fn train(o: Options) -> Result<(), String> {
             accuracy: "accuracy (%)",
         };
         plot::write(&png, &rows, &labels)?;
-        save(&o, &model, opt.as_ref(), epoch)?;
+        save(&o, &model, opt.as_ref(), &meta_of(&o, epoch))?;
     }
     if let Some(last) = rows.last() {
         println!(
