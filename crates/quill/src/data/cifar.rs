@@ -29,11 +29,12 @@ impl Cifar10 {
         let dir = dir.as_ref();
         let paths: Vec<PathBuf> = if train {
             (1..=5)
-                .map(|i| dir.join(format!("data_batch_{i}")))
-                .filter_map(|p| existing(&p))
+                .filter_map(|i| super::find_maybe_gz(dir, &format!("data_batch_{i}")))
                 .collect()
         } else {
-            existing(&dir.join("test_batch")).into_iter().collect()
+            super::find_maybe_gz(dir, "test_batch")
+                .into_iter()
+                .collect()
         };
         if paths.is_empty() {
             let want = if train {
@@ -71,11 +72,6 @@ impl Cifar10 {
     pub fn into_dataset(self) -> Result<TensorDataset> {
         TensorDataset::new(self.images, self.labels)
     }
-}
-
-fn existing(p: &Path) -> Option<PathBuf> {
-    let gz = p.with_file_name(format!("{}.gz", p.file_name()?.to_str()?));
-    [gz, p.to_path_buf()].into_iter().find(|c| c.is_file())
 }
 
 /// Appends one batch file's pixels and labels.

@@ -101,19 +101,10 @@ impl Mnist {
     }
 }
 
-/// `dir/name.gz` when it exists, else `dir/name`; an error naming both when neither does.
+/// `dir/name(.gz)`; an error naming both when neither exists.
 fn find(dir: &Path, name: &str) -> Result<PathBuf> {
-    let gz = dir.join(format!("{name}.gz"));
-    if gz.is_file() {
-        return Ok(gz);
-    }
-    let raw = dir.join(name);
-    if raw.is_file() {
-        return Ok(raw);
-    }
-    Err(file_error(
-        OP,
-        &raw,
-        format!("not found (nor {})", gz.display()),
-    ))
+    super::find_maybe_gz(dir, name).ok_or_else(|| {
+        let raw = dir.join(name);
+        file_error(OP, &raw, format!("not found (nor {}.gz)", raw.display()))
+    })
 }

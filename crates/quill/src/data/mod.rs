@@ -39,9 +39,17 @@ pub use text::{batchify, get_batch, unigram_perplexity, Corpus, Dictionary, Toke
 pub use transforms::{Compose, Normalize, RandomCrop, RandomHorizontalFlip, Transform};
 
 use quill_core::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An error about a file: the message starts with the path, so it says which file is at fault.
 pub(crate) fn file_error(op: &'static str, path: &Path, what: impl std::fmt::Display) -> Error {
     Error::invalid(op, format!("{}: {what}", path.display()))
+}
+
+/// `dir/name.gz` when it exists, else `dir/name` when that does: every loader accepts a file
+/// gzipped or not, the `.gz` name first.
+pub(crate) fn find_maybe_gz(dir: &Path, name: &str) -> Option<PathBuf> {
+    [dir.join(format!("{name}.gz")), dir.join(name)]
+        .into_iter()
+        .find(|p| p.is_file())
 }

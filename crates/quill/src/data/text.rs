@@ -150,24 +150,19 @@ pub fn tokenize(
     ids
 }
 
-/// `dir/name.gz` or `dir/name`; `None` for a missing optional file.
+/// `dir/name(.gz)`; `None` for a missing optional file, an error for a required one.
 fn find(dir: &Path, name: &str, required: bool) -> Result<Option<PathBuf>> {
-    let gz = dir.join(format!("{name}.gz"));
-    if gz.is_file() {
-        return Ok(Some(gz));
+    match super::find_maybe_gz(dir, name) {
+        None if required => {
+            let raw = dir.join(name);
+            Err(file_error(
+                OP,
+                &raw,
+                format!("not found (nor {}.gz)", raw.display()),
+            ))
+        }
+        found => Ok(found),
     }
-    let raw = dir.join(name);
-    if raw.is_file() {
-        return Ok(Some(raw));
-    }
-    if required {
-        return Err(file_error(
-            OP,
-            &raw,
-            format!("not found (nor {})", gz.display()),
-        ));
-    }
-    Ok(None)
 }
 
 /// needle's `batchify`: the first `n * batch_size` tokens as an i64 array (n, batch_size) whose
