@@ -17,15 +17,37 @@ pub(crate) trait PoolReal:
     CpuElement + Copy + Default + PartialOrd + Add<Output = Self> + Div<Output = Self> + Send + Sync
 {
     fn count(n: usize) -> Self;
+    /// `v` where `c` holds, else zero, without a branch.
+    fn keep(c: bool, v: Self) -> Self;
+    /// `a` where `c` holds, else `b`, without a branch.
+    fn pick(c: bool, a: Self, b: Self) -> Self;
 }
 impl PoolReal for f32 {
     fn count(n: usize) -> f32 {
         n as f32
     }
+    #[inline(always)]
+    fn keep(c: bool, v: f32) -> f32 {
+        f32::from_bits(v.to_bits() & 0u32.wrapping_sub(c as u32))
+    }
+    #[inline(always)]
+    fn pick(c: bool, a: f32, b: f32) -> f32 {
+        let m = 0u32.wrapping_sub(c as u32);
+        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
 }
 impl PoolReal for f64 {
     fn count(n: usize) -> f64 {
         n as f64
+    }
+    #[inline(always)]
+    fn keep(c: bool, v: f64) -> f64 {
+        f64::from_bits(v.to_bits() & 0u64.wrapping_sub(c as u64))
+    }
+    #[inline(always)]
+    fn pick(c: bool, a: f64, b: f64) -> f64 {
+        let m = 0u64.wrapping_sub(c as u64);
+        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
     }
 }
 
@@ -68,22 +90,17 @@ fn planes<T: Send>(out: &mut [T], per: usize, work: usize, body: impl Fn(usize, 
     }
 }
 
-/// The maximum of window (oh, ow) of plane `x`.
+/// The maximum of window (oh, ow) of plane `x`, `kw` wide. Branch free: a NaN wins (`v != v`)
+/// and then stays, since nothing compares greater than it.
 #[inline(always)]
-fn window_max<T: PoolReal>(d: &PoolDims, x: &[T], oh: usize, ow: usize) -> T {
+fn window_max<T: PoolReal>(d: &PoolDims, kw: usize, x: &[T], oh: usize, ow: usize) -> T {
     let (r0, c0) = (oh * d.sh, ow * d.sw);
     let mut m = x[r0 * d.w + c0];
     for i in 0..d.kh {
-        let row = &x[(r0 + i) * d.w + c0..(r0 + i) * d.w + c0 + d.kw];
-        for &v in row {
-            // `v != v` is NaN: it wins and stays.
+        for &v in &x[(r0 + i) * d.w + c0..][..kw] {
             #[allow(clippy::eq_op)]
-            if v > m || v != v {
-                m = v;
-                if m != m {
-                    return m;
-                }
-            }
+            let take = v > m || v != v;
+            m = T::pick(take, v, m);
         }
     }
     m
@@ -105,9 +122,16 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
     let out = T::slice_mut(&mut store).expect("allocated as T");
     planes(out, ohw, d.planes * hw, |p, o| {
         let xp = &xs[p * hw..(p + 1) * hw];
+        let kw = d.kw;
         for (oh, row) in o.chunks_exact_mut(d.wo).enumerate() {
-            for (ow, v) in row.iter_mut().enumerate() {
-                *v = window_max(d, xp, oh, ow);
+            if kw == 2 {
+                for (ow, v) in row.iter_mut().enumerate() {
+                    *v = window_max(d, 2, xp, oh, ow);
+                }
+            } else {
+                for (ow, v) in row.iter_mut().enumerate() {
+                    *v = window_max(d, kw, xp, oh, ow);
+                }
             }
         }
     });
@@ -175,26 +199,48 @@ fn share<T: PoolReal>(d: &PoolDims, x: &[T], oh: usize, ow: usize, m: T, g: T) -
 }
 
 /// Windows that tile the plane (stride == kernel): every input element belongs to at most
-/// one window, so each is written once, no accumulation; the cropped edge is zero.
+/// one window, so each is written once, no accumulation; the cropped edge is zero. Branch
+/// free (tie counts by adding comparisons, the writes by masking) because after a ReLU half
+/// the comparisons go each way at random; the 2-wide case is spelled out so that its inner
+/// loops unroll.
 fn tiled<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+    if d.kw == 2 {
+        tiled_rows(d, 2, x, y, g, dx);
+    } else {
+        tiled_rows(d, d.kw, x, y, g, dx);
+    }
+}
+
+#[inline(always)]
+fn tiled_rows<T: PoolReal>(d: &PoolDims, kw: usize, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+    let used = d.wo * kw;
+    let mut ties = vec![0u32; d.wo];
     let mut shares = vec![T::default(); d.wo];
-    let used = d.wo * d.kw;
     for oh in 0..d.ho {
-        for (ow, s) in shares.iter_mut().enumerate() {
-            let k = oh * d.wo + ow;
-            *s = share(d, x, oh, ow, y[k], g[k]);
+        let (yr, gr) = (&y[oh * d.wo..][..d.wo], &g[oh * d.wo..][..d.wo]);
+        let rows = oh * d.kh * d.w;
+        ties.fill(0);
+        for i in 0..d.kh {
+            let xr = &x[rows + i * d.w..][..used];
+            for ((win, &m), t) in xr.chunks_exact(kw).zip(yr).zip(ties.iter_mut()) {
+                *t += win.iter().map(|&v| (v == m) as u32).sum::<u32>();
+            }
+        }
+        for ((s, &t), &gv) in shares.iter_mut().zip(&ties).zip(gr) {
+            // No element equals a NaN maximum: its window passes nothing back.
+            *s = T::keep(t != 0, gv / T::count(t.max(1) as usize));
         }
         for i in 0..d.kh {
-            let r = (oh * d.kh + i) * d.w;
+            let r = rows + i * d.w;
             let (xr, dr) = (&x[r..r + d.w], &mut dx[r..r + d.w]);
-            for (ow, (xw, dw)) in xr[..used]
-                .chunks_exact(d.kw)
-                .zip(dr[..used].chunks_exact_mut(d.kw))
-                .enumerate()
+            for (((xw, dw), &m), &s) in xr[..used]
+                .chunks_exact(kw)
+                .zip(dr[..used].chunks_exact_mut(kw))
+                .zip(yr)
+                .zip(&shares)
             {
-                let m = y[oh * d.wo + ow];
                 for (a, &v) in dw.iter_mut().zip(xw) {
-                    *a = if v == m { shares[ow] } else { T::default() };
+                    *a = T::keep(v == m, s);
                 }
             }
             dr[used..].fill(T::default());

@@ -77,6 +77,8 @@ fn matches_window_loops_with_ties() {
         ((3, 3), (2, 2), 7, 8),
         ((3, 2), (1, 2), 6, 7),
         ((2, 2), (3, 3), 8, 8),
+        ((3, 3), (3, 3), 9, 11),
+        ((2, 3), (2, 3), 7, 8),
         ((1, 1), (1, 1), 1, 1),
         ((1, 3), (1, 1), 1, 5),
     ];
@@ -97,6 +99,45 @@ fn matches_window_loops_with_ties() {
     // Large enough to split the planes across threads.
     let xs = [16, 32, 28, 28];
     check(xs, (2, 2), (2, 2), tied(&xs, 3), DType::F32, "threaded");
+}
+
+/// A NaN in a window wins the forward (as `max` does) and the window passes no gradient back
+/// (no element equals NaN), in the tiling (2x2 and 3x3) and the overlapping paths; the other
+/// windows are untouched by it.
+#[test]
+fn nan_windows() {
+    for (k, st) in [((2, 2), (2, 2)), ((3, 3), (3, 3)), ((3, 3), (1, 1))] {
+        for dtype in [DType::F32, DType::F64] {
+            let xs = [1, 2, 6, 6];
+            let base = tied(&xs, 31);
+            let mut v = f64s(&base);
+            // Channel 0, input (1, 1): in window (0, 0) of every case.
+            v[6 + 1] = f64::NAN;
+            let x = Tensor::from_array(
+                NDArray::from_vec(v.clone(), &xs).unwrap().astype(dtype),
+                true,
+            )
+            .unwrap();
+            let y = x.max_pool2d(k, st).unwrap();
+            let ys = y.shape().to_vec();
+            let gy = NDArray::randn(&ys, 7, DType::F64).unwrap();
+            y.backward_with(&Tensor::new(gy.astype(dtype))).unwrap();
+            let (yv, gx) = (f64s(y.array()), f64s(x.grad().unwrap().array()));
+            assert!(yv[0].is_nan(), "{k:?} {dtype}: window (0, 0) is NaN");
+            assert!(
+                gx[7] == 0.0 && gx[0] == 0.0,
+                "{k:?} {dtype}: no gradient from the NaN window"
+            );
+            // Channel 1 has no NaN: it matches the loops exactly.
+            let plane = 36;
+            let x1 = v[plane..].to_vec();
+            let g1 = f64s(&gy)[ys[2] * ys[3]..].to_vec();
+            let (y_ref, dx_ref) = naive(&x1, [1, 1, 6, 6], k, st, &g1);
+            let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+            assert_close_values(&yv[ys[2] * ys[3]..], &y_ref, tol, "channel 1 y");
+            assert_close_values(&gx[plane..], &dx_ref, tol, "channel 1 dx");
+        }
+    }
 }
 
 #[test]
