@@ -168,6 +168,16 @@ pub struct AttnDims {
     pub scale: f64,
 }
 
+/// A batch-normalisation problem over a contiguous (n, c, inner) buffer: statistics per
+/// channel `c` over the `n * inner` values of that channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NormDims {
+    pub n: usize,
+    pub c: usize,
+    pub inner: usize,
+    pub eps: f64,
+}
+
 /// One device's storage and kernels. Outputs are fresh contiguous buffers (C order) unless the
 /// method writes into `self` / `dst`; layouts are the operands' views, any strides.
 pub trait Backend: Sized {
@@ -290,6 +300,34 @@ pub trait Backend: Sized {
     ) -> Result<(Self, Self, Self)> {
         let _ = (k, v, o, go, lse, dims);
         Err(unsupported("attention_backward", Self::NAME, q.0.dtype()))
+    }
+
+    // Normalisation.
+    /// Batch normalisation with the batch's statistics of the contiguous `x` (n, c, inner)
+    /// and the contiguous per-channel `weight` and `bias` (c), all of one float dtype:
+    /// `(y, mean, var)` with `y = (x - mean) / sqrt(var + eps) * weight + bias`, the variance
+    /// biased.
+    fn batch_norm(
+        x: (&Self, usize),
+        weight: (&Self, usize),
+        bias: (&Self, usize),
+        dims: &NormDims,
+    ) -> Result<(Self, Self, Self)> {
+        let _ = (weight, bias, dims);
+        Err(unsupported("batch_norm", Self::NAME, x.0.dtype()))
+    }
+    /// The gradients `(dx, dweight, dbias)` of `batch_norm` from its input, weight, the
+    /// batch `var` it returned and the output's gradient `gy` (the mean is recomputed from
+    /// `x`).
+    fn batch_norm_backward(
+        x: (&Self, usize),
+        gy: (&Self, usize),
+        weight: (&Self, usize),
+        var: (&Self, usize),
+        dims: &NormDims,
+    ) -> Result<(Self, Self, Self)> {
+        let _ = (gy, weight, var, dims);
+        Err(unsupported("batch_norm_backward", Self::NAME, x.0.dtype()))
     }
 
     // Convolution.

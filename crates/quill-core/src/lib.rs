@@ -21,7 +21,7 @@ pub mod runs;
 pub mod shape;
 pub mod slice;
 
-pub use backend::{Along, AttnDims, Backend, Stat, Update};
+pub use backend::{Along, AttnDims, Backend, NormDims, Stat, Update};
 pub use conv::{Conv2dSpec, ConvDims, PoolDims};
 pub use dtype::{DType, Element, Scalar};
 pub use error::{Dims, Error, Result};

@@ -12,7 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 const MIN_POOLED_BYTES: usize = 256 << 10;
-const MAX_PER_CLASS: usize = 8;
+// A CNN step frees a dozen or more activation-sized buffers of one class at once (outputs and
+// gradients of conv, BatchNorm, ReLU): at 8 per class the rest went back to the OS and the
+// next step page-faulted them in again (a quarter of the step in `clear_page`). The byte cap
+// still bounds the total.
+const MAX_PER_CLASS: usize = 64;
 
 type Key = (TypeId, usize);
 

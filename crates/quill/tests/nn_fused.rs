@@ -197,6 +197,144 @@ fn batch_norm_train_f32_and_errors() -> Result<()> {
     Ok(())
 }
 
+/// The fused CPU kernel at sizes that take its threaded and 16-lane paths, in f32, against
+/// the f64 composite: a channel mean far from zero (a one-pass variance without the shift
+/// would lose it to cancellation), rank 3 and 5 inputs, an offset view; x and weight of
+/// different dtypes take the composite path and agree too.
+#[test]
+fn batch_norm_train_fused_kernel_sizes_and_paths() -> Result<()> {
+    let mut rng = Prng::new(43);
+    for shape in [
+        vec![64usize, 16, 14, 14],
+        vec![9, 3, 37],
+        vec![4, 3, 2, 5, 7],
+        vec![300, 40],
+    ] {
+        let c = shape[1];
+        let n: usize = shape.iter().product();
+        let inner = n / shape[0] / c;
+        // Channel ch centred at 1000 * (ch + 1), spread 1.
+        let xv: Vec<f64> = (0..n)
+            .map(|i| 1000.0 * ((i / inner) % c + 1) as f64 + uniform(&mut rng, 1, -1.0, 1.0)[0])
+            // Representable in f32, so that the reference sees the f32 runs' inputs.
+            .map(|v| v as f32 as f64)
+            .collect();
+        let wv = uniform(&mut rng, c, 0.5, 1.5);
+        let bv = uniform(&mut rng, c, -0.5, 0.5);
+        let gv = uniform(&mut rng, n, -1.0, 1.0);
+        let x64 = leaf(xv.clone(), &shape);
+        let (w64, b64) = (leaf(wv.clone(), &[c]), leaf(bv.clone(), &[c]));
+        let want = reference(&x64, &w64, &b64, 1e-5)?;
+        let seed64 = Tensor::new(NDArray::from_vec(gv.clone(), &shape)?);
+        let ins64 = [x64.clone(), w64.clone(), b64.clone()];
+        let want_g = grad(&want, &ins64, Some(&seed64), BackwardOptions::default())?;
+        let f32leaf = |v: &[f64], sh: &[usize]| {
+            Tensor::from_array(
+                NDArray::from_vec(v.to_vec(), sh)
+                    .unwrap()
+                    .astype(DType::F32),
+                true,
+            )
+            .unwrap()
+        };
+        // f32 input, plus the same values as an offset view into a larger buffer.
+        let mut big = shape.clone();
+        big[0] += 1;
+        let mut padded = vec![0.0; n / shape[0]];
+        padded.extend_from_slice(&xv);
+        let offset_view = Tensor::from_array(
+            NDArray::from_vec(padded, &big)?
+                .astype(DType::F32)
+                .slice(&s![1..])?,
+            true,
+        )?;
+        for (name, x) in [
+            ("f32", f32leaf(&xv, &shape)),
+            ("f32 offset view", offset_view),
+        ] {
+            let (w, b) = (f32leaf(&wv, &[c]), f32leaf(&bv, &[c]));
+            let (y, mean, var) = x.batch_norm_train(&w, &b, 1e-5)?;
+            let ctx = format!("{shape:?} {name}");
+            assert_close(&vals(y.array()), &vals(want.array()), 2e-3, &ctx);
+            let axes: Vec<isize> = (0..shape.len() as isize).filter(|&a| a != 1).collect();
+            let v = x64.array().var(Some(&axes), 0, false)?;
+            assert_close(&vals(&var), &vals(&v), 1e-3, &format!("{ctx} var"));
+            let m = x64.array().mean(Some(&axes), false)?;
+            assert_close(&vals(&mean), &vals(&m), 1e-6, &format!("{ctx} mean"));
+            let seed = Tensor::new(NDArray::from_vec(gv.clone(), &shape)?.astype(DType::F32));
+            let got = grad(
+                &y,
+                &[x.clone(), w, b],
+                Some(&seed),
+                BackwardOptions::default(),
+            )?;
+            for (k, (g, w)) in got.iter().zip(&want_g).enumerate() {
+                assert_eq!(g.dtype(), DType::F32);
+                assert_close(
+                    &vals(g.array()),
+                    &vals(w.array()),
+                    2e-3,
+                    &format!("{ctx} grad {k}"),
+                );
+            }
+        }
+        // Mixed dtypes: f64 x, f32 parameters (the composite path).
+        let (w, b) = (f32leaf(&wv, &[c]), f32leaf(&bv, &[c]));
+        let (y, _, _) = x64.batch_norm_train(&w, &b, 1e-5)?;
+        assert_close(
+            &vals(y.array()),
+            &vals(want.array()),
+            1e-6,
+            &format!("{shape:?} mixed"),
+        );
+    }
+    Ok(())
+}
+
+/// The array-level kernels check what they are given.
+#[test]
+fn batch_norm_array_errors() -> Result<()> {
+    let x = NDArray::ones(&[4, 3, 5], DType::F32)?;
+    let w = NDArray::ones(&[3], DType::F32)?;
+    let (_, _, v) = x.batch_norm_train(&w, &w, 1e-5)?;
+    let e = x.batch_norm_train(&w, &w, -1.0).unwrap_err().to_string();
+    assert!(e.contains("eps"), "{e}");
+    let e = x
+        .batch_norm_train(&w.astype(DType::F64), &w, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("batch_norm"), "{e}");
+    let e = x
+        .batch_norm_train(&NDArray::ones(&[3], DType::I64)?, &w, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("batch_norm"), "{e}");
+    let e = x
+        .astype(DType::I32)
+        .batch_norm_train(&w.astype(DType::I32), &w.astype(DType::I32), 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("floating-point"), "{e}");
+    let bad_g = NDArray::ones(&[4, 3, 4], DType::F32)?;
+    let e = x
+        .batch_norm_backward(&bad_g, &w, &v, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("batch_norm_backward") && e.contains("[4, 3, 4]"),
+        "{e}"
+    );
+    let e = x
+        .batch_norm_backward(&x, &w, &NDArray::ones(&[2], DType::F32)?, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("batch_norm_backward") && e.contains("[2]"),
+        "{e}"
+    );
+    Ok(())
+}
+
 fn mask_in_pool(threads: usize, shape: &[usize], p: f64, seed: u64) -> Vec<f64> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -8,7 +8,7 @@ use crate::backend::{colocate, Storage};
 use quill_core::{Conv2dSpec, ConvDims, DType, Error, PoolDims, Result};
 
 /// The dtype the kernels compute in for operands of `a`'s and `b`'s dtypes.
-fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
+pub(super) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
     if a.dtype() != b.dtype() {
         return Err(Error::DTypeMismatch {
             op,
@@ -27,7 +27,7 @@ fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
 }
 
 /// `x` contiguous in `dtype`.
-fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
+pub(super) fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
     if x.dtype() == dtype {
         x.try_compact()
     } else {

@@ -17,6 +17,7 @@ mod join;
 mod mask;
 mod matmul;
 mod methods;
+mod norm;
 mod operators;
 mod pad;
 mod reduce;

@@ -1,33 +1,44 @@
-//! Batch normalisation with batch statistics as one op: the forward takes six passes over the
-//! input and the backward is the closed form
-//! `gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))`, where the composite of
-//! primitives (mean, sub, square, mean, div, mul, add and their backwards) took about three
-//! times the passes. The backward is written in Tensor ops; when it is itself recorded
-//! (`create_graph`) the centred input and `invstd` are recomputed from `x` by Tensor ops, so
-//! that gradients of gradients see their dependence on `x`.
+//! Batch normalisation with batch statistics as one op. On the CPU (x, weight and bias of one
+//! dtype) it is the backend's fused kernel, two passes each way (`NDArray::batch_norm_train`);
+//! elsewhere the forward takes six array passes and the backward is the closed form
+//! `gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))` in Tensor ops, where the composite
+//! of primitives (mean, sub, square, mean, div, mul, add and their backwards) took about three
+//! times the passes. Only the per-channel mean and variance are kept for the backward. When the
+//! backward is itself recorded (`create_graph`) it is the Tensor-op form, with the centred
+//! input and `invstd` recomputed from `x`, so that gradients of gradients see their
+//! dependence on `x`.
 
 use super::to_isize;
 use crate::tensor::{is_grad_enabled, Backward, Tensor};
-use crate::NDArray;
+use crate::{Device, NDArray};
 use quill_core::{Error, Result};
 
 struct BatchNormTrain {
     /// Every axis but the channel axis 1.
     axes: Vec<isize>,
     eps: f64,
-    /// `x - mean` and `1 / sqrt(var + eps)` (kept dims) from the forward.
-    centred: NDArray,
-    invstd: NDArray,
+    /// The batch mean and biased variance, shape (1, C, 1, ...).
+    mean: NDArray,
+    var: NDArray,
+}
+
+/// Whether the fused kernels take this problem: CPU operands of one dtype.
+fn fused(x: &NDArray, w: &NDArray, b: &NDArray) -> bool {
+    x.device() == Device::Cpu
+        && w.device() == Device::Cpu
+        && b.device() == Device::Cpu
+        && x.dtype() == w.dtype()
+        && x.dtype() == b.dtype()
 }
 
 impl BatchNormTrain {
-    /// `(x - mean, invstd)`: saved constants, or recomputed in Tensor ops when the backward
-    /// is being recorded.
+    /// `(x - mean, invstd)`: from the saved statistics, or recomputed in Tensor ops when the
+    /// backward is being recorded.
     fn stats(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
         if !is_grad_enabled() {
             return Ok((
-                Tensor::new(self.centred.clone()),
-                Tensor::new(self.invstd.clone()),
+                Tensor::new(x.array().sub(&self.mean)?),
+                Tensor::new(self.var.add_scalar(self.eps)?.rsqrt()?),
             ));
         }
         let xc = x.sub(&x.mean(Some(&self.axes), true)?)?;
@@ -43,9 +54,21 @@ impl Backward for BatchNormTrain {
     }
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
         let (x, w, b) = (&inputs[0], &inputs[1], &inputs[2]);
-        let axes = Some(&self.axes[..]);
         let c = w.shape()[0] as isize;
-        let pshape = self.invstd.shape().to_vec();
+        if !is_grad_enabled() && fused(x.array(), w.array(), b.array()) {
+            let flat = |a: &NDArray| a.reshape(&[c]);
+            let (gx, gw, gb) =
+                x.array()
+                    .batch_norm_backward(g.array(), w.array(), &flat(&self.var)?, self.eps)?;
+            let keep = |t: NDArray, on: bool| on.then(|| Tensor::new(t));
+            return Ok(vec![
+                keep(gx, x.requires_grad()),
+                keep(gw, w.requires_grad()),
+                keep(gb, b.requires_grad()),
+            ]);
+        }
+        let axes = Some(&self.axes[..]);
+        let pshape = self.mean.shape().to_vec();
         let (xc, invstd) = self.stats(x)?;
         let n = (x.numel() / (c.max(1) as usize)).max(1) as f64;
         let sum_g = g.sum(axes, true)?;
@@ -113,18 +136,22 @@ impl Tensor {
         let mut pshape = vec![1isize; self.ndim()];
         pshape[1] = c as isize;
         let x = self.array();
-        let mean = x.mean(Some(&axes), true)?;
-        let centred = x.sub(&mean)?;
-        let var = centred.square()?.mean(Some(&axes), true)?;
-        let invstd = var.add_scalar(eps)?.rsqrt()?;
-        let scale = weight.array().reshape(&pshape)?.mul(&invstd)?;
-        let out = centred.mul(&scale)?.add(&bias.array().reshape(&pshape)?)?;
-        let (m, v) = (mean.reshape(&[-1])?, var.reshape(&[-1])?);
+        let (out, m, v) = if fused(x, weight.array(), bias.array()) {
+            x.batch_norm_train(weight.array(), bias.array(), eps)?
+        } else {
+            let mean = x.mean(Some(&axes), true)?;
+            let centred = x.sub(&mean)?;
+            let var = centred.square()?.mean(Some(&axes), true)?;
+            let invstd = var.add_scalar(eps)?.rsqrt()?;
+            let scale = weight.array().reshape(&pshape)?.mul(&invstd)?;
+            let out = centred.mul(&scale)?.add(&bias.array().reshape(&pshape)?)?;
+            (out, mean.reshape(&[-1])?, var.reshape(&[-1])?)
+        };
         let op = BatchNormTrain {
             axes,
             eps,
-            centred,
-            invstd,
+            mean: m.reshape(&pshape)?,
+            var: v.reshape(&pshape)?,
         };
         Ok((Tensor::make(out, &[self, weight, bias], op), m, v))
     }

@@ -1,0 +1,359 @@
+//! Batch normalisation with batch statistics on the CPU over a contiguous (n, c, inner)
+//! buffer, two passes each way where the composite of broadcast ops took about seven:
+//!
+//! - forward: per-channel sums of `x - s` and `(x - s)^2` (`s` the channel's first value, a
+//!   shift that keeps the one-pass variance free of cancellation), then
+//!   `y = (x - mean) * scale + b` with `scale = w / sqrt(var + eps)`;
+//! - backward: per-channel sums of `g` and `g * (x - mean)`, then
+//!   `dx = k1 * g - k2 * (x - mean) - k1 * mean(g)` with `k1 = w * invstd` and
+//!   `k2 = k1 * invstd^2 * mean(g * (x - mean))`.
+//!
+//! Each (sample, channel) run of `inner` values is summed in the element type with 16 lanes
+//! (vectorised), the runs added in f64. Threads split the samples; each part's partial sums
+//! are added in part order, so results depend on the thread count only, not on scheduling.
+
+use crate::simd::with_best_simd;
+use crate::{CpuElement, CpuStorage};
+use quill_core::{DType, Error, NormDims, Result};
+use rayon::prelude::*;
+use std::ops::{Add, Mul, Sub};
+
+/// Elements below which a call stays on one thread.
+const GRAIN: usize = 1 << 15;
+
+/// The float types the kernels compute in.
+pub(crate) trait NormReal:
+    CpuElement
+    + Copy
+    + Default
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+{
+}
+impl NormReal for f32 {}
+impl NormReal for f64 {}
+
+fn slice<'a, T: CpuElement>(
+    op: &'static str,
+    s: &'a CpuStorage,
+    off: usize,
+    len: usize,
+) -> Result<&'a [T]> {
+    let v = T::slice(s).ok_or(Error::DTypeMismatch {
+        op,
+        expected: T::DTYPE,
+        got: s.dtype(),
+    })?;
+    v.get(off..off + len).ok_or_else(|| {
+        Error::invalid(
+            op,
+            format!(
+                "internal: a buffer of {} elements read at {off}..{}",
+                v.len(),
+                off + len
+            ),
+        )
+    })
+}
+
+/// The `K` sums of `f(x, g)` over `xs` (and `gs`, same length) in 16 lanes of `T`.
+#[inline(always)]
+fn sums<T: NormReal, const K: usize>(xs: &[T], gs: &[T], f: impl Fn(T, T) -> [T; K]) -> [f64; K] {
+    const L: usize = 16;
+    let mut acc = [[T::default(); L]; K];
+    let (xc, gc) = (xs.chunks_exact(L), gs.chunks_exact(L));
+    let (xr, gr) = (xc.remainder(), gc.remainder());
+    for (x, g) in xc.zip(gc) {
+        for i in 0..L {
+            let v = f(x[i], g[i]);
+            for k in 0..K {
+                acc[k][i] = acc[k][i] + v[k];
+            }
+        }
+    }
+    let mut t = [0.0; K];
+    for (&x, &g) in xr.iter().zip(gr) {
+        let v = f(x, g);
+        for k in 0..K {
+            t[k] += v[k].to_f64();
+        }
+    }
+    for k in 0..K {
+        for a in acc[k] {
+            t[k] += a.to_f64();
+        }
+    }
+    t
+}
+
+/// How many parts the samples split into: one below the grain, else one per thread.
+fn parts(d: &NormDims) -> usize {
+    let t = rayon::current_num_threads();
+    if t < 2 || d.n * d.c * d.inner < GRAIN {
+        1
+    } else {
+        t.min(d.n).max(1)
+    }
+}
+
+/// Per-channel constants handed to the element functions: loaded once per run, so that
+/// the run's loop sees plain values and vectorises.
+type Consts<T> = [T; 4];
+
+/// Per-channel sums of `f(p[ch], x, g)` over all samples, `x` and `g` (n, c, inner).
+fn channel_sums<T: NormReal, const K: usize>(
+    d: &NormDims,
+    x: &[T],
+    g: &[T],
+    p: &[Consts<T>],
+    f: impl Fn(Consts<T>, T, T) -> [T; K] + Sync + Copy,
+) -> Vec<[f64; K]> {
+    let row = d.c * d.inner;
+    let np = parts(d);
+    let per = d.n.div_ceil(np).max(1);
+    let part = |k: usize| {
+        let mut acc = vec![[0.0; K]; d.c];
+        let rows = k * per..((k + 1) * per).min(d.n);
+        with_best_simd(
+            #[inline(always)]
+            || {
+                for r in rows {
+                    if d.inner == 1 {
+                        // (N, C): a row holds one value per channel.
+                        let (xs, gs) = (&x[r * row..][..row], &g[r * row..][..row]);
+                        for (ch, s) in acc.iter_mut().enumerate() {
+                            let v = f(p[ch], xs[ch], gs[ch]);
+                            for i in 0..K {
+                                s[i] += v[i].to_f64();
+                            }
+                        }
+                        continue;
+                    }
+                    for (ch, s) in acc.iter_mut().enumerate() {
+                        let at = r * row + ch * d.inner;
+                        let (xs, gs) = (&x[at..at + d.inner], &g[at..at + d.inner]);
+                        let pc = p[ch];
+                        let v = sums(xs, gs, |x, g| f(pc, x, g));
+                        for i in 0..K {
+                            s[i] += v[i];
+                        }
+                    }
+                }
+            },
+        );
+        acc
+    };
+    let partials: Vec<Vec<[f64; K]>> = if np == 1 {
+        vec![part(0)]
+    } else {
+        (0..np).into_par_iter().map(part).collect()
+    };
+    let mut total = vec![[0.0; K]; d.c];
+    for pv in partials {
+        for (t, v) in total.iter_mut().zip(pv) {
+            for i in 0..K {
+                t[i] += v[i];
+            }
+        }
+    }
+    total
+}
+
+/// `out[r, ch, :] = f(p[ch], x[r, ch, :], g[r, ch, :])` over every run.
+fn map_runs<T: NormReal>(
+    d: &NormDims,
+    x: &[T],
+    g: &[T],
+    out: &mut [T],
+    p: &[Consts<T>],
+    f: impl Fn(Consts<T>, T, T) -> T + Sync + Copy,
+) {
+    let row = d.c * d.inner;
+    if row == 0 {
+        return;
+    }
+    let body = |r0: usize, o: &mut [T]| {
+        with_best_simd(
+            #[inline(always)]
+            || {
+                for (k, orow) in o.chunks_exact_mut(row).enumerate() {
+                    let at = (r0 + k) * row;
+                    let (xr, gr) = (&x[at..at + row], &g[at..at + row]);
+                    if d.inner == 1 {
+                        for (ch, ((o, &xv), &gv)) in orow.iter_mut().zip(xr).zip(gr).enumerate() {
+                            *o = f(p[ch], xv, gv);
+                        }
+                        continue;
+                    }
+                    for (ch, ((run, xs), gs)) in orow
+                        .chunks_exact_mut(d.inner)
+                        .zip(xr.chunks_exact(d.inner))
+                        .zip(gr.chunks_exact(d.inner))
+                        .enumerate()
+                    {
+                        let pc = p[ch];
+                        for ((o, &xv), &gv) in run.iter_mut().zip(xs).zip(gs) {
+                            *o = f(pc, xv, gv);
+                        }
+                    }
+                }
+            },
+        )
+    };
+    let np = parts(d);
+    if np == 1 {
+        body(0, out);
+    } else {
+        let per = d.n.div_ceil(np).max(1);
+        out.par_chunks_mut(per * row)
+            .enumerate()
+            .for_each(|(k, o)| body(k * per, o));
+    }
+}
+
+/// The forward: `(y, mean, var)`.
+pub fn forward(
+    x: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    b: (&CpuStorage, usize),
+    dims: &NormDims,
+) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    match x.0.dtype() {
+        DType::F32 => forward_t::<f32>(x, w, b, dims),
+        DType::F64 => forward_t::<f64>(x, w, b, dims),
+        d => Err(quill_core::backend::unsupported("batch_norm", "cpu", d)),
+    }
+}
+
+fn forward_t<T: NormReal>(
+    x: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    b: (&CpuStorage, usize),
+    d: &NormDims,
+) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    const OP: &str = "batch_norm";
+    let len = d.n * d.c * d.inner;
+    let xs = slice::<T>(OP, x.0, x.1, len)?;
+    let ws = slice::<T>(OP, w.0, w.1, d.c)?;
+    let bs = slice::<T>(OP, b.0, b.1, d.c)?;
+    let count = (d.n * d.inner) as f64;
+    if count == 0.0 {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "needs at least one value per channel, got (n, c, inner) = ({}, {}, {})",
+                d.n, d.c, d.inner
+            ),
+        ));
+    }
+    let shift: Vec<T> = (0..d.c).map(|ch| xs[ch * d.inner]).collect();
+    let z = T::default();
+    let p: Vec<Consts<T>> = shift.iter().map(|&s| [s, z, z, z]).collect();
+    let sums = channel_sums(d, xs, xs, &p, |[s, ..], v, _| {
+        let u = v - s;
+        [u, u * u]
+    });
+    let mut mean = Vec::with_capacity(d.c);
+    let mut var = Vec::with_capacity(d.c);
+    let mut scale = Vec::with_capacity(d.c);
+    for (ch, &[s1, s2]) in sums.iter().enumerate() {
+        let m1 = s1 / count;
+        let v = (s2 / count - m1 * m1).max(0.0);
+        let m = shift[ch].to_f64() + m1;
+        let k = ws[ch].to_f64() / (v + d.eps).sqrt();
+        mean.push(T::from_f64(m));
+        var.push(T::from_f64(v));
+        scale.push(T::from_f64(k));
+    }
+    let mut ys = CpuStorage::for_overwrite(T::DTYPE, len);
+    let out = T::slice_mut(&mut ys).expect("allocated as T");
+    // Centred first: `x * scale + (b - mean * scale)` cancels when |mean| >> std.
+    // As `(x - s) - (mean - s)`: the stored mean is rounded to T, `mean - s` much less so.
+    let p: Vec<Consts<T>> = (0..d.c)
+        .map(|ch| {
+            [
+                shift[ch],
+                T::from_f64(sums[ch][0] / count),
+                scale[ch],
+                bs[ch],
+            ]
+        })
+        .collect();
+    map_runs(d, xs, xs, out, &p, |[s, m1, k, b], v, _| {
+        ((v - s) - m1) * k + b
+    });
+    Ok((ys, T::wrap(mean), T::wrap(var)))
+}
+
+/// The backward: `(dx, dweight, dbias)`.
+pub fn backward(
+    x: (&CpuStorage, usize),
+    gy: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    var: (&CpuStorage, usize),
+    dims: &NormDims,
+) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    match x.0.dtype() {
+        DType::F32 => backward_t::<f32>(x, gy, w, var, dims),
+        DType::F64 => backward_t::<f64>(x, gy, w, var, dims),
+        d => Err(quill_core::backend::unsupported(
+            "batch_norm_backward",
+            "cpu",
+            d,
+        )),
+    }
+}
+
+fn backward_t<T: NormReal>(
+    x: (&CpuStorage, usize),
+    gy: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    var: (&CpuStorage, usize),
+    d: &NormDims,
+) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    const OP: &str = "batch_norm_backward";
+    let len = d.n * d.c * d.inner;
+    let xs = slice::<T>(OP, x.0, x.1, len)?;
+    let gs = slice::<T>(OP, gy.0, gy.1, len)?;
+    let ws = slice::<T>(OP, w.0, w.1, d.c)?;
+    let vs = slice::<T>(OP, var.0, var.1, d.c)?;
+    let count = ((d.n * d.inner) as f64).max(1.0);
+    // Centred on the channel's first value `s` (exact) rather than on the stored mean (rounded
+    // to T: for |mean| >> std its rounding error times sum(g) would swamp sum(g * xc)):
+    // sum(g (x - mean)) = sum(g (x - s)) - (mean - s) sum(g), with mean - s = sum(x - s) / n.
+    let shift: Vec<T> = (0..d.c).map(|ch| xs[ch * d.inner]).collect();
+    let z = T::default();
+    let p: Vec<Consts<T>> = shift.iter().map(|&s| [s, z, z, z]).collect();
+    let sums = channel_sums(d, xs, gs, &p, |[s, ..], v, g| {
+        let u = v - s;
+        [g, g * u, u]
+    });
+    let (mut gw, mut gb) = (Vec::with_capacity(d.c), Vec::with_capacity(d.c));
+    let mut p = Vec::with_capacity(d.c);
+    for (ch, &[sg, sgu, su]) in sums.iter().enumerate() {
+        let sgx = sgu - su / count * sg;
+        let invstd = 1.0 / (vs[ch].to_f64() + d.eps).sqrt();
+        let a = ws[ch].to_f64() * invstd;
+        gw.push(T::from_f64(sgx * invstd));
+        gb.push(T::from_f64(sg));
+        // dx = k1 g - k2 ((x - s) - m1) + k0, with m1 = mean - s.
+        let k2 = a * invstd * invstd * sgx / count;
+        let (k0, m1) = (-a * sg / count, su / count);
+        // Folded: dx = k1 g - k2 (x - s) + (k0 + k2 m1).
+        p.push([
+            shift[ch],
+            T::from_f64(a),
+            T::from_f64(k2),
+            T::from_f64(k0 + k2 * m1),
+        ]);
+    }
+    let mut dx = CpuStorage::for_overwrite(T::DTYPE, len);
+    let out = T::slice_mut(&mut dx).expect("allocated as T");
+    map_runs(d, xs, gs, out, &p, |[s, k1, k2, k0], v, g| {
+        k1 * g - k2 * (v - s) + k0
+    });
+    Ok((dx, T::wrap(gw), T::wrap(gb)))
+}
