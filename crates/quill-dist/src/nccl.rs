@@ -1,0 +1,1 @@
+//! `Nccl` (feature `nccl`): not written yet; see the crate report.
