@@ -14,6 +14,7 @@ cargo test --workspace
 # launch `mpirun --oversubscribe -np 2` (and 3) over loopback.
 scripts/install-mpi.sh
 cargo test -p quill-dist --features mpi
+cargo test -p quill-cli --features mpi --test train_distributed
 cargo test -p quill --features cuda --test cuda
 nvrtc_dir="$(scripts/nvrtc-env.sh)"
 LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \
