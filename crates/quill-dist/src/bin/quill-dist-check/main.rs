@@ -3,7 +3,8 @@
 //! inputs (each rank can regenerate the others'); `train OUT STEPS BATCH` writes rank 0's
 //! parameters after a data-parallel toy run (tests compare -np 1 with -np 2); `fault hang|exit`
 //! makes rank 1 hang or die while rank 0 waits in an all-reduce, which must end the job within
-//! the timeout with a clear message.
+//! the timeout with a clear message; `bench [ROUNDS]` times all-reduce for
+//! scripts/bench-allreduce.sh.
 
 mod toy;
 
@@ -23,9 +24,10 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("collectives") => collectives(comm.as_ref()),
         Some("train") => train(comm.clone(), &args[1..]),
+        Some("bench") => bench(comm.as_ref(), args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20)),
         Some("fault") => fault(comm.as_ref(), args.get(1).map(String::as_str)),
         _ => Err(
-            "usage: quill-dist-check collectives | train OUT STEPS BATCH | fault hang|exit".into(),
+            "usage: quill-dist-check collectives | train OUT STEPS BATCH | bench [ROUNDS] | fault hang|exit".into(),
         ),
     };
     match result {
@@ -137,6 +139,34 @@ fn train(c: Arc<dyn Communicator>, args: &[String]) -> Result<(), String> {
             })
             .collect();
         std::fs::write(out, text.join("\n")).map_err(|e| format!("{out}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// `all_reduce_vec` (sum) timings, median of `rounds` after a warm-up, for 4 KiB..64 MiB;
+/// rank 0 prints "bytes median_seconds" lines like the C peer (allreduce_peer.c).
+fn bench(c: &dyn Communicator, rounds: usize) -> Result<(), String> {
+    let mut bytes = 4096usize;
+    while bytes <= 64 << 20 {
+        let n = bytes / 4;
+        let mut buf: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        buf = c
+            .all_reduce_vec(buf, ReduceOp::Sum)
+            .map_err(|e| e.to_string())?;
+        let mut t = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            c.barrier().map_err(|e| e.to_string())?;
+            let t0 = std::time::Instant::now();
+            buf = c
+                .all_reduce_vec(buf, ReduceOp::Sum)
+                .map_err(|e| e.to_string())?;
+            t.push(t0.elapsed().as_secs_f64());
+        }
+        t.sort_by(f64::total_cmp);
+        if c.rank() == 0 {
+            println!("{bytes} {:.9}", t[rounds / 2]);
+        }
+        bytes *= 4;
     }
     Ok(())
 }
