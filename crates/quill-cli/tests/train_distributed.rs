@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+#[cfg(not(feature = "mpi"))]
 fn quill(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_quill"))
         .args(args)

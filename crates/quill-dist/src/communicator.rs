@@ -1,7 +1,7 @@
 //! The `Communicator` trait: a group of `world_size()` processes (ranks) and the collectives
 //! data-parallel training needs, on f32 host buffers. Implementations: [`crate::Local`] (one
 //! rank), [`crate::ThreadGroup`] (N ranks as threads of one process, for tests), `Mpi` (feature
-//! `mpi`) and `Nccl` (feature `nccl`). Every collective must be called by every rank, in the same
+//! `mpi`). Every collective must be called by every rank, in the same
 //! order; every one fails with [`DistError::Timeout`] rather than wait forever.
 
 use crate::error::{DistError, Result};
@@ -25,7 +25,7 @@ pub trait Communicator: Send + Sync {
     fn rank(&self) -> usize;
     /// Number of ranks in the group.
     fn world_size(&self) -> usize;
-    /// The backend's name (`"local"`, `"threads"`, `"mpi"`, `"nccl"`), for messages.
+    /// The backend's name (`"local"`, `"threads"`, `"mpi"`), for messages.
     fn backend(&self) -> &'static str;
     /// How long a collective may wait for the other ranks before it fails.
     fn timeout(&self) -> Duration;

@@ -2,10 +2,10 @@
 //!
 //! - [`Communicator`] (rank, world size, `all_reduce` sum/mean, `broadcast`, `all_gather`,
 //!   `barrier`, each failing with a typed [`DistError`] naming the op, the rank and the sizes,
-//!   and never waiting past a timeout) with four implementations: [`Local`] (one rank, always
+//!   and never waiting past a timeout) with three implementations: [`Local`] (one rank, always
 //!   built), [`ThreadGroup`] (N ranks as threads, for tests without MPI), `Mpi` (feature `mpi`:
-//!   rsmpi over the system's MPI, e.g. Open MPI) and `Nccl` (feature `nccl`: NCCL through
-//!   cudarc, for GPUs; the unique id travels over MPI).
+//!   rsmpi over the system's MPI, e.g. Open MPI). An NCCL communicator for GPUs is not written
+//!   yet.
 //! - [`DistributedDataParallel`]: parameters and buffers broadcast from rank 0, gradients
 //!   averaged in buckets launched from a post-accumulate gradient hook while backward runs
 //!   (`quill::Tensor::register_post_accumulate_grad_hook`), on a communication thread.
@@ -22,8 +22,6 @@ mod error;
 mod local;
 #[cfg(feature = "mpi")]
 mod mpi;
-#[cfg(feature = "nccl")]
-mod nccl;
 mod sampler;
 mod threads;
 
@@ -33,7 +31,5 @@ pub use error::{DistError, Result};
 pub use local::Local;
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;
-#[cfg(feature = "nccl")]
-pub use nccl::Nccl;
 pub use sampler::{DistributedSampler, Shard};
 pub use threads::{ThreadComm, ThreadGroup};

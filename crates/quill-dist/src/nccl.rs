@@ -1,1 +1,0 @@
-//! `Nccl` (feature `nccl`): not written yet; see the crate report.
