@@ -56,7 +56,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     let t0 = Instant::now();
     let (rank, world) = (comm.rank(), comm.world_size());
     let lead = rank == 0;
-    if o.batch_size % world != 0 {
+    if !o.batch_size.is_multiple_of(world) {
         return Err(format!(
             "--batch-size {} is not a multiple of the {world} ranks (each rank takes batch / ranks)",
             o.batch_size
