@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of quill (the README's test command; .ci/run calls it):
-#  1. the workspace on the CPU;
+#  1. the workspace on the CPU, then quill-dist with MPI (Open MPI installed by
+#     scripts/install-mpi.sh when missing);
 #  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;
 #     REQUIRE_CUDA=1 turns a skip into a failure on GPU machines);
 #  3. every CUDA kernel source compiled by NVRTC for sm_80 and sm_90, with NVRTC from NVIDIA's
@@ -9,6 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
 cargo test --workspace
+# Data-parallel training over MPI: Open MPI installed if missing, then quill-dist's tests, which
+# launch `mpirun --oversubscribe -np 2` (and 3) over loopback.
+scripts/install-mpi.sh
+cargo test -p quill-dist --features mpi
+cargo test -p quill-cli --features mpi --test train_distributed
 cargo test -p quill --features cuda --test cuda
 nvrtc_dir="$(scripts/nvrtc-env.sh)"
 LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \

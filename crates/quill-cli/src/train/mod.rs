@@ -3,6 +3,8 @@
 //! epoch, `metrics.csv`, `curves.png` and an atomic checkpoint after every epoch; `--resume`
 //! continues a run exactly.
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod distributed;
 mod lm;
 mod options;
 mod plot;
@@ -167,6 +169,22 @@ pub fn train_epoch(
     schedule: Option<&dyn LrSchedule>,
     bar: &ProgressBar,
 ) -> Result<(f64, usize, usize), String> {
+    train_epoch_with(model, opt, loader, epoch, schedule, bar, &|l| {
+        q(l.backward())
+    })
+}
+
+/// `train_epoch` with the backward pass given (data-parallel training averages the gradients
+/// across ranks in it).
+pub(crate) fn train_epoch_with(
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    loader: &DataLoader,
+    epoch: usize,
+    schedule: Option<&dyn LrSchedule>,
+    bar: &ProgressBar,
+    backward: &dyn Fn(&Tensor) -> Result<(), String>,
+) -> Result<(f64, usize, usize), String> {
     let t = Instant::now();
     let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
     model.train();
@@ -181,7 +199,7 @@ pub fn train_epoch(
         let logits = q(model.forward(&Tensor::new(x)))?;
         let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
         opt.zero_grad();
-        q(loss.backward())?;
+        backward(&loss)?;
         q(opt.step())?;
         let n = y.numel();
         loss_sum += q(loss.item())? * n as f64;
@@ -222,6 +240,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .num_threads(t)
             .build_global()
             .map_err(|e| format!("--threads: {e}"))?;
+    }
+    if o.distributed {
+        if o.task != Task::Mnist {
+            return Err("--distributed trains the mnist task only for now".into());
+        }
+        return distributed::run(o);
     }
     match o.task {
         Task::Lm => quill::in_pool(move || lm::run(o)),

@@ -25,6 +25,11 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --out DIR                where metrics.csv, curves.png and the checkpoint go (default runs)
   --checkpoint PATH        checkpoint file (default OUT/checkpoint.safetensors)
   --resume                 continue from the checkpoint
+  --distributed            data-parallel training over MPI: launch with
+                           `mpirun -np N quill train --distributed ...` (needs a build with
+                           `--features mpi`); each rank trains on its shard with batch
+                           BATCH/N, so the global batch stays --batch-size; rank 0 prints,
+                           writes the CSV, plots and checkpoints (mnist task)
   --limit N                use only the first N train and test samples (lm: lines of each
                            split) (quick runs)
  language-model options (--task lm):
@@ -60,6 +65,7 @@ pub struct Options {
     pub checkpoint: Option<PathBuf>,
     pub resume: bool,
     pub limit: Option<usize>,
+    pub distributed: bool,
     pub tokens: String,
     pub bptt: usize,
     pub embedding: usize,
@@ -87,6 +93,7 @@ impl Default for Options {
             checkpoint: None,
             resume: false,
             limit: None,
+            distributed: false,
             tokens: "char".into(),
             bptt: 64,
             embedding: 128,
@@ -191,6 +198,7 @@ impl Options {
                 "--out" => o.out = value(a, it.next(), "a directory")?,
                 "--checkpoint" => o.checkpoint = Some(value(a, it.next(), "a file path")?),
                 "--resume" => o.resume = true,
+                "--distributed" => o.distributed = true,
                 "--limit" => o.limit = Some(value(a, it.next(), "a whole number")?),
                 other => return Err(format!("unknown option '{other}'")),
             }

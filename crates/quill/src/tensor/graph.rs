@@ -78,9 +78,16 @@ fn topo(roots: &[Tensor]) -> Vec<Tensor> {
         }
         stack.push((t.clone(), true));
         if let GradFn::Op { inputs, .. } = &*t.0.grad_fn.borrow() {
-            for i in inputs {
-                if i.requires_grad() && !seen.contains(&key(i)) {
-                    stack.push((i.clone(), false));
+            // Leaves are pushed first, so they are expanded after the op inputs' subtrees and
+            // land right after their last user in the order: a parameter's gradient is final
+            // (and its hooks run) as early as possible, which lets data-parallel training send
+            // it while the rest of backward runs. The op nodes' relative order, and so every
+            // gradient sum, is the same as with any other push order.
+            for leaves in [true, false] {
+                for i in inputs {
+                    if i.requires_grad() && i.is_leaf() == leaves && !seen.contains(&key(i)) {
+                        stack.push((i.clone(), false));
+                    }
                 }
             }
         }
@@ -153,6 +160,7 @@ fn run(
                 None => g.clone(),
             };
             *node.0.grad.borrow_mut() = Some(acc);
+            node.run_grad_hooks()?;
         }
         let is_op = matches!(*node.0.grad_fn.borrow(), GradFn::Op { .. });
         let fun = if retain || !is_op {

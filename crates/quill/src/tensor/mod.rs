@@ -51,6 +51,15 @@ pub(crate) struct Node {
     grad_fn: RefCell<GradFn>,
     grad: RefCell<Option<Tensor>>,
     retains_grad: std::cell::Cell<bool>,
+    /// Post-accumulate hooks with their ids (`register_post_accumulate_grad_hook`).
+    hooks: RefCell<Vec<(u64, GradHook)>>,
+}
+
+/// A hook run after `backward` accumulated a gradient into a leaf; it receives the leaf.
+pub type GradHook = Rc<dyn Fn(&Tensor) -> Result<()>>;
+
+thread_local! {
+    static NEXT_HOOK_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// An NDArray in the autograd graph. Cloning shares the same node (a handle, like PyTorch's
@@ -66,6 +75,7 @@ impl Tensor {
             grad_fn: RefCell::new(grad_fn),
             grad: RefCell::new(None),
             retains_grad: std::cell::Cell::new(false),
+            hooks: RefCell::new(Vec::new()),
         }))
     }
 
@@ -152,6 +162,43 @@ impl Tensor {
             }
         }
         *self.0.grad.borrow_mut() = grad;
+        Ok(())
+    }
+    /// PyTorch's `register_post_accumulate_grad_hook`: `hook` runs each time a backward pass
+    /// has accumulated this leaf's gradient (the leaf's gradient is final for that pass by
+    /// then, since the pass reaches a node only after every node that uses it). An error from
+    /// the hook ends the backward pass with that error. Data-parallel training uses it to send
+    /// gradients while the rest of backward still runs. Returns an id for
+    /// [`Tensor::remove_grad_hook`].
+    pub fn register_post_accumulate_grad_hook(&self, hook: GradHook) -> u64 {
+        let id = NEXT_HOOK_ID.with(|n| {
+            let id = n.get();
+            n.set(id + 1);
+            id
+        });
+        self.0.hooks.borrow_mut().push((id, hook));
+        id
+    }
+    /// Removes the hook `id`; false when this tensor has no such hook.
+    pub fn remove_grad_hook(&self, id: u64) -> bool {
+        let mut hooks = self.0.hooks.borrow_mut();
+        let before = hooks.len();
+        hooks.retain(|(h, _)| *h != id);
+        hooks.len() != before
+    }
+    /// Runs the post-accumulate hooks (from the backward pass). The list is cloned first so a
+    /// hook may register or remove hooks.
+    pub(crate) fn run_grad_hooks(&self) -> Result<()> {
+        let hooks: Vec<GradHook> = self
+            .0
+            .hooks
+            .borrow()
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
+        for h in hooks {
+            h(self)?;
+        }
         Ok(())
     }
     /// Keeps this non-leaf tensor's gradient after `backward` (leaves always keep theirs).

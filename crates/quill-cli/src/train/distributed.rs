@@ -1,0 +1,224 @@
+//! `quill train --distributed`: the MNIST job trained by every rank of an MPI job
+//! (`mpirun -np N quill train --distributed ...`) through quill-dist's
+//! `DistributedDataParallel`. Each rank trains on its `DistributedSampler` shard with batch
+//! `--batch-size / N`, so the global batch, the steps per epoch and the learning-rate schedule are
+//! those of the single-process run; the test set is split across the ranks and the metrics summed.
+//! Rank 0 alone prints, draws the progress bar, and writes the CSV, the plot and the (atomic)
+//! checkpoint; every rank reads the checkpoint on `--resume`, which therefore works with any
+//! number of ranks. A collective that waits past `QUILL_DIST_TIMEOUT` seconds (default 60) ends
+//! the whole job with a message naming the operation and the rank.
+
+use super::options::Options;
+use super::plot::{self, Row};
+use super::{build_model, build_optimizer, evaluate, limit, meta_of, q, resume, save};
+use indicatif::{ProgressBar, ProgressStyle};
+use quill::data::{DataLoader, Dataset, Mnist, Normalize};
+use quill::nn::{models, Module};
+use quill::optim::{CosineLr, LrSchedule};
+use quill_dist::{
+    Communicator, DdpOptions, DistributedDataParallel, DistributedSampler, ReduceOp, Shard,
+};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[cfg(not(feature = "mpi"))]
+pub fn run(_o: Options) -> Result<(), String> {
+    Err("--distributed needs MPI: build with `cargo build --release -p quill-cli --features mpi` \
+         (scripts/install-mpi.sh installs Open MPI) and launch with `mpirun -np N quill train --distributed`"
+        .into())
+}
+
+#[cfg(feature = "mpi")]
+pub fn run(o: Options) -> Result<(), String> {
+    let comm: Arc<dyn Communicator> = Arc::new(quill_dist::Mpi::init().map_err(|e| e.to_string())?);
+    let c = comm.clone();
+    match quill::in_pool(move || train(o, c.clone())) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let msg = format!("rank {} of {}: {e}", comm.rank(), comm.world_size());
+            comm.abort(1, &msg)
+        }
+    }
+}
+
+fn d<T>(r: quill_dist::Result<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// Sums `values` over the ranks.
+fn sum_over_ranks(comm: &dyn Communicator, values: &[f64]) -> Result<Vec<f64>, String> {
+    let mut v: Vec<f32> = values.iter().map(|&x| x as f32).collect();
+    d(comm.all_reduce(&mut v, ReduceOp::Sum))?;
+    Ok(v.into_iter().map(f64::from).collect())
+}
+
+pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
+    let t0 = Instant::now();
+    let (rank, world) = (comm.rank(), comm.world_size());
+    let lead = rank == 0;
+    if !o.batch_size.is_multiple_of(world) {
+        return Err(format!(
+            "--batch-size {} is not a multiple of the {world} ranks (each rank takes batch / ranks)",
+            o.batch_size
+        ));
+    }
+    let local_batch = o.batch_size / world;
+    let norm = || Normalize::new(&[0.1307], &[0.3081]);
+    let train_ds: Arc<dyn Dataset> = Arc::new(limit(
+        q(q(Mnist::load(&o.data, true))?.into_dataset())?,
+        o.limit,
+    )?);
+    let test_ds: Arc<dyn Dataset> = Arc::new(limit(
+        q(q(Mnist::load(&o.data, false))?.into_dataset())?,
+        o.limit,
+    )?);
+    // The test set split across ranks without padding, so the summed counts are exact.
+    let test_idx: Vec<usize> = (rank..test_ds.len()).step_by(world).collect();
+    let test_loader = q(DataLoader::new(
+        d(Shard::new(test_ds.clone(), test_idx))?,
+        1000,
+    ))?
+    .transform(q(norm())?);
+    let sampler = d(DistributedSampler::new(train_ds.len(), world, rank))?.seed(o.seed);
+    let steps_per_epoch = sampler.num_samples().div_ceil(local_batch);
+
+    let model = build_model(&o)?;
+    q(model.to_device(o.device))?;
+    let mut opt = build_optimizer(&o, model.parameters())?;
+    let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
+    let schedule = match o.schedule.as_str() {
+        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * steps_per_epoch, 0.0))?),
+        _ => None,
+    };
+    let mut rows = Vec::new();
+    let mut start = 0;
+    if o.resume {
+        // Every rank restores model and optimizer state (the file must be readable by all).
+        start = resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
+        rows = plot::read_csv(&csv);
+        rows.retain(|r| r.epoch <= start);
+    }
+    let ddp = d(DistributedDataParallel::new(
+        model,
+        comm.clone(),
+        DdpOptions::default(),
+    ))?;
+    if lead {
+        std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+        if o.resume {
+            println!(
+                "resumed from {} after epoch {start}",
+                o.checkpoint_path().display()
+            );
+        }
+        println!(
+            "training {} ({} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} = {world} ranks x {local_batch} over {}, {} threads per rank; data loaded in {:.1} s",
+            o.model,
+            models::parameter_count(ddp.module()),
+            o.data.display(),
+            train_ds.len(),
+            test_ds.len(),
+            o.optimizer,
+            o.lr(),
+            o.batch_size,
+            comm.backend(),
+            rayon::current_num_threads(),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
+    )
+    .map_err(|e| e.to_string())?
+    .progress_chars("=> ");
+    let backward = |l: &quill::tensor::Tensor| d(ddp.backward(l));
+    for epoch in start + 1..=o.epochs {
+        let shard = d(Shard::new(
+            train_ds.clone(),
+            sampler.indices(epoch as u64 - 1),
+        ))?;
+        let loader = q(DataLoader::new(shard, local_batch))?
+            .seed(o.seed)
+            .transform(q(norm())?);
+        let bar = if lead {
+            ProgressBar::new(loader.len() as u64)
+                .with_style(style.clone())
+                .with_prefix(format!("epoch {epoch}/{}", o.epochs))
+        } else {
+            ProgressBar::hidden()
+        };
+        let t = Instant::now();
+        let (loss_sum, correct, seen) = super::train_epoch_with(
+            &ddp,
+            opt.as_mut(),
+            &loader,
+            epoch,
+            schedule.as_ref().map(|s| s as &dyn LrSchedule),
+            &bar,
+            &backward,
+        )?;
+        bar.finish_and_clear();
+        let secs = t.elapsed().as_secs_f64();
+        let (test_loss, test_acc) = evaluate(&ddp, &test_loader)?;
+        let n_test = test_loader.dataset().len() as f64;
+        let s = sum_over_ranks(
+            comm.as_ref(),
+            &[
+                loss_sum,
+                correct as f64,
+                seen as f64,
+                test_loss * n_test,
+                test_acc * n_test,
+                n_test,
+            ],
+        )?;
+        let row = Row {
+            epoch,
+            train_loss: s[0] / s[2].max(1.0),
+            train_acc: s[1] / s[2].max(1.0),
+            test_loss: s[3] / s[5].max(1.0),
+            test_acc: s[4] / s[5].max(1.0),
+            seconds: secs,
+            samples_per_s: s[2] / secs,
+        };
+        if !lead {
+            continue;
+        }
+        println!(
+            "epoch {epoch}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s ({world} ranks)",
+            o.epochs,
+            row.train_loss,
+            100.0 * row.train_acc,
+            row.test_loss,
+            100.0 * row.test_acc,
+            secs,
+            row.samples_per_s
+        );
+        rows.push(row);
+        plot::write_csv(&csv, &rows)?;
+        let title = format!("{} on {} ({world} ranks)", o.model, o.data.display());
+        let labels = plot::Labels {
+            title: &title,
+            held_out: "test",
+            loss: "cross-entropy loss",
+            accuracy: "accuracy (%)",
+        };
+        plot::write(&png, &rows, &labels)?;
+        save(&o, ddp.module(), opt.as_ref(), &meta_of(&o, epoch))?;
+    }
+    // Nobody leaves (and finalises MPI) while rank 0 still writes.
+    d(comm.barrier())?;
+    if lead {
+        if let Some(last) = rows.last() {
+            println!(
+                "done: test accuracy {:.2}% after {} epochs on {world} ranks; {} and {} written, checkpoint {}",
+                100.0 * last.test_acc,
+                last.epoch,
+                csv.display(),
+                png.display(),
+                o.checkpoint_path().display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! `quill train --distributed`: without the `mpi` feature it is a clear error; with it, 2 ranks
+//! under mpirun train, rank 0 alone writes the CSV and checkpoint, and a resume on 1 rank
+//! continues from the 2-rank checkpoint (a different world size).
+
+use std::process::Command;
+
+#[cfg(not(feature = "mpi"))]
+fn quill(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_quill"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .unwrap()
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn distributed_without_the_mpi_feature_says_how_to_build() {
+    let o = quill(&["train", "--distributed", "--epochs", "1", "--limit", "10"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--features mpi"), "{err}");
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn two_ranks_train_and_one_rank_resumes() {
+    let dir = std::env::temp_dir().join(format!("quill-ddp-cli-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    let run = |np: &str, epochs: &str, resume: bool| {
+        let mut c = Command::new("mpirun");
+        c.args(["--oversubscribe", "-np", np, env!("CARGO_BIN_EXE_quill")])
+            .args([
+                "train",
+                "--distributed",
+                "--limit",
+                "600",
+                "--epochs",
+                epochs,
+                "--out",
+                out,
+            ])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("QUILL_DIST_TIMEOUT", "60")
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        if resume {
+            c.arg("--resume");
+        }
+        c.output().unwrap()
+    };
+    let o = run("2", "1", false);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Rank 0 alone prints the epoch line.
+    assert_eq!(text.matches("epoch 1/1:").count(), 1, "{text}");
+    assert!(text.contains("2 ranks x 64"), "{text}");
+    assert!(dir.join("checkpoint.safetensors").exists());
+    let o = run("1", "2", true);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("resumed from") && text.contains("epoch 2/2:"),
+        "{text}"
+    );
+    let csv = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    std::fs::remove_dir_all(&dir).ok();
+}
