@@ -29,8 +29,9 @@ pub use kernels::Kernel;
 pub(crate) use gemm::{select_f32, select_f64};
 pub(crate) use pack::{Cvt, Mat, Pack};
 
-/// Multiply-adds below which a product stays on one thread.
-const SMALL: usize = 1 << 19;
+/// Multiply-adds each thread must be given before work is split: waking a pool thread and
+/// meeting it again costs microseconds, the time one core takes for about this many.
+const PER_THREAD: usize = 1 << 20;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
@@ -226,17 +227,23 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
         let (oa, ob) = bt.offsets[0];
         let am = Mat::new(a, oa, rs, bt.a.1);
         let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
-        let t = if rows * k * n < SMALL { 1 } else { threads };
-        g.run([rows, n, k], &am, &bm, out, t);
+        g.run(
+            [rows, n, k],
+            &am,
+            &bm,
+            out,
+            threads_for(rows * k * n, threads),
+        );
         return;
     }
     let count = bt.offsets.len();
+    let threads = threads_for(count * m * k * n, threads);
     let across_batch = threads > 1 && count > 1 && (count >= 4 * threads || m * k * n < LARGE);
-    // Across the batch, each product runs on one thread; otherwise each uses them all.
-    let t = if across_batch || m * k * n < SMALL {
+    // Across the batch, each product runs on one thread; otherwise each uses its share.
+    let t = if across_batch {
         1
     } else {
-        threads
+        threads_for(m * k * n, threads)
     };
     let one = |(i, c): (usize, &mut [T])| {
         let (oa, ob) = bt.offsets[i];
@@ -249,6 +256,11 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
     } else {
         out.chunks_mut(m * n).enumerate().for_each(one);
     }
+}
+
+/// How many of `threads` to give `work` multiply-adds: at least [`PER_THREAD`] each.
+fn threads_for(work: usize, threads: usize) -> usize {
+    (work / PER_THREAD).clamp(1, threads.max(1))
 }
 
 /// f16 / bf16: accumulate the whole product in f32 (widened while packing, or bf16 pairs fed
