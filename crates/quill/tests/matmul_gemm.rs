@@ -124,7 +124,7 @@ fn column_split_small_m() {
 }
 
 /// One thread, the row split and the column split sum every element in the same order, so
-/// they agree to the bit.
+/// they agree to the bit, whether the product starts inside a pool or outside one.
 #[test]
 fn same_bits_for_any_thread_count() {
     let mut rng = Prng::new(13);
@@ -148,6 +148,13 @@ fn same_bits_for_any_thread_count() {
                         "{kern:?} {dt} {m}x{k}x{n}: {t} threads differ from 1"
                     );
                 }
+                // From outside any pool (this test's own thread): the caller runs parts and
+                // the global pool's threads claim the rest.
+                let outside = with_kernel(kern, || f64s(&a.matmul(&b).unwrap())).unwrap();
+                assert!(
+                    outside == one,
+                    "{kern:?} {dt} {m}x{k}x{n}: outside the pool differs"
+                );
             }
         }
     }

@@ -10,6 +10,7 @@ use super::active_kernel;
 use super::cache::CacheSizes;
 use super::kernels::{self, Kernel, MicroKernel, Tile};
 use super::pack::{Mat, Pack};
+use super::par;
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::ops::{Add, Mul};
@@ -124,6 +125,10 @@ thread_local! {
 /// then sits in L1 and each of its values is used by few B panels, so a copy would not pay).
 const DIRECT_WORK: usize = 1 << 18;
 
+/// Multiply-adds up to which a product on several threads is split into column stripes
+/// whatever its shape (about 512^3).
+const STRIPE_WORK: usize = 1 << 27;
+
 /// Scratch larger than this is freed after use instead of kept for the thread's next call.
 const KEEP_BYTES: usize = 16 << 20;
 
@@ -198,13 +203,17 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             }
         }
         let panels = n.div_ceil(self.nr);
-        // Too few row tiles to give each thread a balanced share of row blocks: give each a
-        // stripe of columns instead. Each stripe packs its own B columns and the whole of A
-        // (small when m is), and the threads meet once instead of once per depth block.
-        if threads > 1 && m.div_ceil(self.mr) < 4 * threads && panels >= 2 {
+        // Too few row tiles to give each thread a balanced share of row blocks, or a product
+        // small enough that meeting once per depth block (and again to pack B) costs more
+        // than packing A once per thread: give each thread a stripe of columns instead. Each
+        // stripe packs its own B columns and the whole of A, and the threads meet once.
+        if threads > 1
+            && (m.div_ceil(self.mr) < 4 * threads || m * n * k <= STRIPE_WORK)
+            && panels >= 2
+        {
             let stripes = threads.min(panels);
             let per = panels.div_ceil(stripes) * self.nr;
-            (0..stripes).into_par_iter().for_each(|s| {
+            par::for_each(stripes, threads, |s| {
                 let j0 = s * per;
                 if j0 < n {
                     let w = per.min(n - j0);
@@ -328,11 +337,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                             with_scratch(&PACK_A, mc * steps(kc), |ap| blk.rows(ap, ic, rows))
                         }
                     };
-                    if threads > 1 && blocks > 1 {
-                        (0..blocks).into_par_iter().for_each(rows);
-                    } else {
-                        (0..blocks).for_each(rows);
-                    }
+                    par::for_each(blocks, threads, rows);
                 }
             }
         })

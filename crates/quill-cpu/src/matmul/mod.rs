@@ -13,6 +13,7 @@ mod gemm;
 mod int;
 mod kernels;
 mod pack;
+mod par;
 
 use crate::CpuStorage;
 pub(crate) use gemm::{Gemm, Real};
@@ -31,7 +32,7 @@ pub(crate) use pack::{Cvt, Mat, Pack};
 
 /// Multiply-adds each thread must be given before work is split: waking a pool thread and
 /// meeting it again costs microseconds, the time one core takes for about this many.
-const PER_THREAD: usize = 1 << 20;
+const PER_THREAD: usize = 1 << 21;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
