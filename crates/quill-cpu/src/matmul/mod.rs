@@ -1,7 +1,8 @@
 //! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
 //! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
 //! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs`, SIMD micro-kernels
-//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`); bf16 runs
+//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`, A read in
+//! place for products up to about 64^3, threads met through `par.rs`); bf16 runs
 //! `vdpbf16ps` on bf16 pairs where the CPU has AVX512_BF16 (`bf16.rs`), otherwise f16 and bf16
 //! are widened to f32 while packing; both accumulate in f32 and round once at the end; integers
 //! and bool run a plain loop (`int.rs`). Shape logic (1-D operands, broadcasting the batch dims)
