@@ -4,7 +4,7 @@ round by round in one process so that the machine's drifting load hits all alike
 GFLOP/s medians and the median over rounds of each round's time ratio (>1: quill faster).
 
     python scripts/gemm_bench.py --bin before=/tmp/base/gemm_bench --bin after=target/release/examples/gemm_bench \
-        [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16]
+        [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16] [--shapes 64x512x512,...]
 
 --kernel avx2 forces quill's AVX2 kernel (QUILL_MATMUL_KERNEL) and OpenBLAS's Haswell kernels
 (OPENBLAS_CORETYPE), a like-for-like AVX2 comparison on an AVX-512 machine. Optional; not part of
@@ -25,6 +25,7 @@ ap.add_argument("--rounds", type=int, default=7)
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--kernel", default=None)
 ap.add_argument("--only", default=None)
+ap.add_argument("--shapes", default=None, help="comma-separated MxKxN list replacing the default cases")
 args = ap.parse_args()
 
 T = str(args.threads)
@@ -45,6 +46,9 @@ except Exception:  # noqa: BLE001
 
 F32 = [(n, n, n) for n in (64, 128, 256, 512, 1024)] + [(32, 512, 512), (128, 784, 512), (1024, 128, 384)]
 BF16 = [(n, n, n) for n in (64, 128, 256, 512, 1024)] + [(32, 512, 512), (128, 784, 512), (1024, 128, 384)]
+if args.shapes:
+    custom = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    F32, BF16 = custom, custom
 cases = [("f32", s) for s in F32] * (args.only in (None, "f32")) + [("bf16", s) for s in BF16] * (
     args.only in (None, "bf16")
 )

@@ -124,7 +124,7 @@ fn column_split_small_m() {
 }
 
 /// One thread, the row split and the column split sum every element in the same order, so
-/// they agree to the bit.
+/// they agree to the bit, whether the product starts inside a pool or outside one.
 #[test]
 fn same_bits_for_any_thread_count() {
     let mut rng = Prng::new(13);
@@ -148,6 +148,13 @@ fn same_bits_for_any_thread_count() {
                         "{kern:?} {dt} {m}x{k}x{n}: {t} threads differ from 1"
                     );
                 }
+                // From outside any pool (this test's own thread): the caller runs parts and
+                // the global pool's threads claim the rest.
+                let outside = with_kernel(kern, || f64s(&a.matmul(&b).unwrap())).unwrap();
+                assert!(
+                    outside == one,
+                    "{kern:?} {dt} {m}x{k}x{n}: outside the pool differs"
+                );
             }
         }
     }
@@ -248,6 +255,128 @@ fn bf16_accumulates_in_f32() {
                 "{kern:?} k={k}: {:?}",
                 f64s(&c)
             );
+        }
+    }
+}
+
+/// Products up to about 64^3 skip packing A: the kernel reads A in place through its strides
+/// (rows past a partial tile re-read the last row). Every kernel, f32 and f64, on transposed,
+/// stepped, negative-step, offset and broadcast (stride-0) operands, edge tiles and size-1
+/// dims, against the naive product.
+#[test]
+fn tiny_products_read_a_in_place() {
+    let mut rng = Prng::new(16);
+    for kern in kernels() {
+        for dt in [DType::F32, DType::F64] {
+            let big = rand(&mut rng, &[70, 80], dt);
+            let tall = rand(&mut rng, &[80, 70], dt);
+            let views: Vec<(&str, NDArray, NDArray)> = vec![
+                (
+                    "contiguous, edge tiles",
+                    big.slice(&s![..13, ..37]).unwrap().deep_copy(),
+                    tall.slice(&s![..37, ..21]).unwrap().deep_copy(),
+                ),
+                (
+                    "1 x 1 x 1",
+                    big.slice(&s![..1, ..1]).unwrap(),
+                    tall.slice(&s![..1, ..1]).unwrap(),
+                ),
+                (
+                    "size-1 m and n",
+                    big.slice(&s![5..6, ..40]).unwrap(),
+                    tall.slice(&s![..40, 3..4]).unwrap(),
+                ),
+                (
+                    "a transposed",
+                    tall.slice(&s![..30, ..25])
+                        .unwrap()
+                        .transpose(0, 1)
+                        .unwrap(),
+                    big.slice(&s![..30, ..33]).unwrap(),
+                ),
+                (
+                    "stepped",
+                    big.slice(&s![..;3, 1..;2]).unwrap(),
+                    tall.slice(&s![..;2, ..;4]).unwrap(),
+                ),
+                (
+                    "negative steps",
+                    big.slice(&s![..;-3, ..;-2]).unwrap(),
+                    tall.slice(&s![..;-2, 5..;-5]).unwrap(),
+                ),
+                (
+                    "offset",
+                    big.slice(&s![9..30, 17..60]).unwrap(),
+                    tall.slice(&s![11..54, 2..50]).unwrap(),
+                ),
+                (
+                    "stride-0 rows",
+                    big.slice(&s![4..5, ..50])
+                        .unwrap()
+                        .broadcast_to(&[19, 50])
+                        .unwrap(),
+                    tall.slice(&s![..50, ..17]).unwrap(),
+                ),
+                (
+                    "stride-0 depth",
+                    big.slice(&s![..14, 6..7])
+                        .unwrap()
+                        .broadcast_to(&[14, 31])
+                        .unwrap(),
+                    tall.slice(&s![..31, ..40]).unwrap(),
+                ),
+                (
+                    "64^3",
+                    big.slice(&s![..64, ..64]).unwrap(),
+                    tall.slice(&s![..64, ..64]).unwrap(),
+                ),
+            ];
+            for (what, a, b) in &views {
+                let ctx = format!("{kern:?} {dt} {what}");
+                with_kernel(kern, || check(a, b, &ctx)).unwrap();
+            }
+            // A broadcast batch: one A matrix (stride-0 batch) against several B matrices, and
+            // a stepped batch of A against one B (stride-0 batch); each product checked alone.
+            let a1 = big.slice(&s![..9, ..21]).unwrap();
+            let bs = rand(&mut rng, &[5, 21, 11], dt);
+            let ab = a1.broadcast_to(&[5, 9, 21]).unwrap();
+            let cube = rand(&mut rng, &[8, 9, 21], dt).slice(&s![..;-2]).unwrap();
+            let b1 = tall.slice(&s![..21, ..11]).unwrap();
+            let bb = b1.broadcast_to(&[4, 21, 11]).unwrap();
+            for (a, b) in [(&ab, &bs), (&cube, &bb)] {
+                let c = with_kernel(kern, || a.matmul(b).unwrap()).unwrap();
+                for i in 0..b.shape()[0] {
+                    let (x, y) = (
+                        a.slice(&s![i, .., ..]).unwrap(),
+                        b.slice(&s![i, .., ..]).unwrap(),
+                    );
+                    let want = naive(&f64s(&x.deep_copy()), &f64s(&y.deep_copy()), 9, 21, 11);
+                    for (e, (g, w)) in f64s(&c.slice(&s![i, .., ..]).unwrap())
+                        .iter()
+                        .zip(&want)
+                        .enumerate()
+                    {
+                        assert!(
+                            (g - w).abs() <= 2.0 * 22.0 * f32::EPSILON as f64,
+                            "{kern:?} {dt} batch {i} element {e}: {g} vs {w}"
+                        );
+                    }
+                }
+            }
+            // Size-0 dims: an empty product, and k = 0 (zeros).
+            let z = |s: &[usize]| NDArray::zeros(s, dt).unwrap();
+            let e = with_kernel(kern, || z(&[0, 5]).matmul(&z(&[5, 3])).unwrap()).unwrap();
+            assert_eq!(e.shape(), &[0, 3]);
+            let r = with_kernel(kern, || {
+                rand(&mut rng, &[0, 4], dt)
+                    .transpose(0, 1)
+                    .unwrap()
+                    .matmul(&z(&[0, 6]))
+                    .unwrap()
+            })
+            .unwrap();
+            assert_eq!(r.shape(), &[4, 6]);
+            assert!(f64s(&r).iter().all(|&x| x == 0.0), "{kern:?} {dt}: k = 0");
         }
     }
 }

@@ -30,12 +30,21 @@ impl Pack<u32> for bf16 {
         let steps = kc.div_ceil(2);
         let dst = &mut dst[..steps * mr];
         if a.cs == 1 {
-            // Row-major A: each row's depth run is contiguous, its pairs adjacent.
+            // Row-major A: each row's depth run is contiguous, its pairs adjacent. Whole pairs
+            // go through `chunks_exact` zipped with the panel's steps (no index arithmetic to
+            // check); an odd last value pairs with zero.
             for i in 0..rows {
                 let s0 = a.shifted(i0 + i, p0).off;
                 let row = &a.data[s0..s0 + kc];
-                for (s, two) in row.chunks(2).enumerate() {
-                    dst[s * mr + i] = pair(two[0], two.get(1).copied());
+                let pairs = row.chunks_exact(2);
+                let odd = pairs.remainder().first().copied();
+                let mut steps = dst.chunks_exact_mut(mr);
+                // `pairs` first: zip stops on it without taking a step the odd value needs.
+                for (two, step) in pairs.zip(steps.by_ref()) {
+                    step[i] = pair(two[0], Some(two[1]));
+                }
+                if let (Some(x), Some(step)) = (odd, steps.next()) {
+                    step[i] = pair(x, None);
                 }
             }
             if rows < mr {

@@ -3,13 +3,16 @@
 //! blocks of about MC (each thread packs its own MC x KC block of A), then NR-wide and MR-tall
 //! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
 //! (`cache.rs`): a B micro-panel (KC x NR) stays in L1 while the A block (MC x KC) stays in L2
-//! and the B block (KC x NC) in L3. When m is too small to give every thread row blocks, the
-//! threads take column stripes instead.
+//! and the B block (KC x NC) in L3. When m is too small to give every thread row blocks, or the
+//! product is at most about 512^3, the threads take column stripes instead (one meeting per
+//! product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
+//! reads A through its strides.
 
 use super::active_kernel;
 use super::cache::CacheSizes;
 use super::kernels::{self, Kernel, MicroKernel, Tile};
 use super::pack::{Mat, Pack};
+use super::par;
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::ops::{Add, Mul};
@@ -34,6 +37,8 @@ pub(crate) struct Gemm<T, P = T> {
     mc: usize,
     nc: usize,
     kernel: MicroKernel<T, P>,
+    /// The same kernel reading A unpacked, for products too small to repay packing A.
+    direct: Option<MicroKernel<T, P>>,
 }
 
 impl<T, P> Gemm<T, P> {
@@ -66,6 +71,15 @@ impl<T, P> Gemm<T, P> {
             mc,
             nc,
             kernel,
+            direct: None,
+        }
+    }
+
+    /// This GEMM with `k` as its direct (unpacked-A) kernel.
+    pub(crate) fn with_direct(self, k: MicroKernel<T, P>) -> Self {
+        Gemm {
+            direct: Some(k),
+            ..self
         }
     }
 
@@ -80,10 +94,13 @@ impl<T, P> Gemm<T, P> {
 pub(crate) fn select_f32() -> Gemm<f32> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::derived(kernels::avx512_f32, 12, 32, 1),
+        Kernel::Avx512 => Gemm::derived(kernels::avx512_f32::<false>, 12, 32, 1)
+            .with_direct(kernels::avx512_f32::<true>),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::derived(kernels::avx2_f32, 6, 16, 1),
-        _ => Gemm::derived(kernels::generic::<f32, 4, 16>, 4, 16, 1),
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false>, 6, 16, 1)
+            .with_direct(kernels::avx2_f32::<true>),
+        _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
+            .with_direct(kernels::generic::<f32, 4, 16, true>),
     }
 }
 
@@ -91,10 +108,13 @@ pub(crate) fn select_f32() -> Gemm<f32> {
 pub(crate) fn select_f64() -> Gemm<f64> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::derived(kernels::avx512_f64, 12, 16, 1),
+        Kernel::Avx512 => Gemm::derived(kernels::avx512_f64::<false>, 12, 16, 1)
+            .with_direct(kernels::avx512_f64::<true>),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::derived(kernels::avx2_f64, 6, 8, 1),
-        _ => Gemm::derived(kernels::generic::<f64, 4, 8>, 4, 8, 1),
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false>, 6, 8, 1)
+            .with_direct(kernels::avx2_f64::<true>),
+        _ => Gemm::derived(kernels::generic::<f64, 4, 8, false>, 4, 8, 1)
+            .with_direct(kernels::generic::<f64, 4, 8, true>),
     }
 }
 
@@ -102,6 +122,14 @@ thread_local! {
     static PACK_A: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
     static PACK_B: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
 }
+
+/// Multiply-adds up to which a one-thread product skips packing A (about a 64^3 product: A
+/// then sits in L1 and each of its values is used by few B panels, so a copy would not pay).
+const DIRECT_WORK: usize = 1 << 18;
+
+/// Multiply-adds up to which a product on several threads is split into column stripes
+/// whatever its shape (about 512^3).
+const STRIPE_WORK: usize = 1 << 27;
 
 /// Scratch larger than this is freed after use instead of kept for the thread's next call.
 const KEEP_BYTES: usize = 16 << 20;
@@ -171,14 +199,23 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             ptr: c.as_mut_ptr(),
             ldc: n,
         };
+        if threads <= 1 && m * n * k <= DIRECT_WORK && k <= self.kc && n <= self.nc {
+            if let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) {
+                return self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
+            }
+        }
         let panels = n.div_ceil(self.nr);
-        // Too few row tiles to give each thread a balanced share of row blocks: give each a
-        // stripe of columns instead. Each stripe packs its own B columns and the whole of A
-        // (small when m is), and the threads meet once instead of once per depth block.
-        if threads > 1 && m.div_ceil(self.mr) < 4 * threads && panels >= 2 {
+        // Too few row tiles to give each thread a balanced share of row blocks, or a product
+        // small enough that meeting once per depth block (and again to pack B) costs more
+        // than packing A once per thread: give each thread a stripe of columns instead. Each
+        // stripe packs its own B columns and the whole of A, and the threads meet once.
+        if threads > 1
+            && (m.div_ceil(self.mr) < 4 * threads || m * n * k <= STRIPE_WORK)
+            && panels >= 2
+        {
             let stripes = threads.min(panels);
             let per = panels.div_ceil(stripes) * self.nr;
-            (0..stripes).into_par_iter().for_each(|s| {
+            par::for_each(stripes, threads, |s| {
                 let j0 = s * per;
                 if j0 < n {
                     let w = per.min(n - j0);
@@ -192,6 +229,61 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         } else {
             self.nest([m, n, k], a, b, out, threads);
         }
+    }
+
+    /// A product small enough (one depth block, one column block) to skip the loop nest: B
+    /// packed whole, A read in place by the direct kernel `kernel`; `ad` is `a.data` as `P`.
+    fn unpacked_a<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        kernel: MicroKernel<T, P>,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        ad: &[P],
+        b: &Mat<SB>,
+        out: Out<T>,
+    ) {
+        let (mr, nr) = (self.mr, self.nr);
+        debug_assert!(SA::DEPTH == 1 && k <= self.kc && n <= self.nc && m > 0);
+        // An element's index is linear in (i, p), so if the four corners of the m x k box lie
+        // in the buffer, every element does (a layout that passed its checks always does).
+        let at = |i: usize, p: usize| a.off as isize + i as isize * a.rs + p as isize * a.cs;
+        assert!(
+            [at(0, 0), at(m - 1, 0), at(0, k - 1), at(m - 1, k - 1)]
+                .iter()
+                .all(|x| (0..ad.len() as isize).contains(x)),
+            "gemm: A's strides leave its buffer"
+        );
+        let panel_len = k * nr;
+        with_scratch(&PACK_B, n.div_ceil(nr) * panel_len, |bp: &mut [P]| {
+            for (q, dst) in bp.chunks_mut(panel_len).enumerate() {
+                SB::pack_b(dst, b, 0, k, q * nr, nr.min(n - q * nr), nr);
+            }
+            for ir in (0..m).step_by(mr) {
+                // A pointer of the whole slice, since negative strides reach below row ir.
+                let arow = ad.as_ptr().wrapping_offset(at(ir, 0));
+                for (q, panel) in bp.chunks(panel_len).enumerate() {
+                    let jr = q * nr;
+                    let t = Tile {
+                        kc: k,
+                        a: arow,
+                        ars: a.rs,
+                        acs: a.cs,
+                        b: panel.as_ptr(),
+                        c: out.at(ir, jr),
+                        ldc: out.ldc,
+                        first: true,
+                        mr: mr.min(m - ir),
+                        nr: nr.min(n - jr),
+                    };
+                    // SAFETY: `panel` holds k*NR packed values of B. A's elements (ir + i, p)
+                    // for i < mr, p < k lie in `ad` (the corners checked above) and `arow`,
+                    // derived from the whole of `ad`, points at (ir, 0). The tile
+                    // covers rows ir.. < m and columns jr.. < n of the m x n block at `out`,
+                    // which `run` borrows mutably. The kernel was chosen for this CPU.
+                    unsafe { kernel(&t) };
+                }
+            }
+        })
     }
 
     /// The loop nest over an m x n block of C at `out` (which `run` checked lies in its slice);
@@ -247,11 +339,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                             with_scratch(&PACK_A, mc * steps(kc), |ap| blk.rows(ap, ic, rows))
                         }
                     };
-                    if threads > 1 && blocks > 1 {
-                        (0..blocks).into_par_iter().for_each(rows);
-                    } else {
-                        (0..blocks).for_each(rows);
-                    }
+                    par::for_each(blocks, threads, rows);
                 }
             }
         })
@@ -291,6 +379,8 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                 let t = Tile {
                     kc: steps,
                     a: ap.as_ptr(),
+                    ars: 0,
+                    acs: 0,
                     b: bp.as_ptr(),
                     c: self.out.at(ic + ir, self.jc + jr),
                     ldc: self.out.ldc,
@@ -324,7 +414,7 @@ mod tests {
 
     #[test]
     fn blocks_follow_the_caches() {
-        let k = kernels::generic::<f32, 4, 16>;
+        let k = kernels::generic::<f32, 4, 16, false>;
         // Zen 3, AVX2 f32 tile: the sizes once tuned by hand there (KC 256, MC about 240).
         assert_eq!(
             Gemm::for_caches(k, 6, 16, 1, zen3()).sizes(),
@@ -379,7 +469,10 @@ mod tests {
         };
         for kern in Kernel::ALL.into_iter().filter(|k| k.is_available()) {
             let g = super::super::with_kernel(kern, select_f32).unwrap();
-            let g = Gemm::for_caches(g.kernel, g.mr, g.nr, 1, tiny);
+            let g = Gemm {
+                direct: g.direct,
+                ..Gemm::for_caches(g.kernel, g.mr, g.nr, 1, tiny)
+            };
             for (m, k, n) in [(1, 1, 1), (50, 100, 70), (3, 65, 129), (37, 33, 31)] {
                 let (a, b) = (values(1, m * k), values(2, k * n));
                 let want: Vec<f64> = (0..m * n)

@@ -9,10 +9,13 @@ use super::gemm::Real;
 /// A micro-kernel's operands. `a` holds `kc * MR` packed values, `b` holds `kc * NR` (`P` is
 /// `T`, or a bf16 pair for the bf16 kernel); `c` points at the tile's top-left element of a
 /// row-major matrix with row stride `ldc`, of which the kernel touches `mr` rows and `nr`
-/// columns. `first` overwrites `c`, otherwise it accumulates.
+/// columns. `first` overwrites `c`, otherwise it accumulates. A direct kernel (one that reads
+/// A unpacked) instead finds A's element (i, p) at `a + i * ars + p * acs` for `i < mr`.
 pub(crate) struct Tile<T, P = T> {
     pub kc: usize,
     pub a: *const P,
+    pub ars: isize,
+    pub acs: isize,
     pub b: *const P,
     pub c: *mut T,
     pub ldc: usize,
@@ -22,9 +25,10 @@ pub(crate) struct Tile<T, P = T> {
 }
 
 /// # Safety
-/// `t.a` / `t.b` are valid for reads of `kc * MR` / `kc * NR` values; `t.c` is valid for
-/// reads and writes of `mr` rows of `nr` values at stride `ldc`, with `mr <= MR`, `nr <= NR`;
-/// the CPU has the kernel's target features.
+/// `t.a` / `t.b` are valid for reads of `kc * MR` / `kc * NR` values (for a direct kernel:
+/// `t.a` is valid for reads at `a + i * ars + p * acs` for every `i < mr`, `p < kc`, and
+/// `1 <= mr`); `t.c` is valid for reads and writes of `mr` rows of `nr` values at stride
+/// `ldc`, with `mr <= MR`, `nr <= NR`; the CPU has the kernel's target features.
 pub(crate) type MicroKernel<T, P = T> = unsafe fn(&Tile<T, P>);
 
 /// Which micro-kernel family runs.
@@ -73,6 +77,8 @@ impl Kernel {
 
 /// Stamps a SIMD micro-kernel: `$mr` rows by `$nv` vectors of `$lanes` lanes. Accumulators
 /// live in a fixed array that LLVM keeps in registers (the loops have constant trip counts).
+/// `DIRECT` reads A unpacked through its strides (rows past `mr` re-read row `mr - 1`, so the
+/// loop keeps its constant shape without reading outside A; their sums are never stored).
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_kernel {
     ($name:ident, $feat:literal, $t:ty, $mr:literal, $nv:literal, $lanes:literal,
@@ -80,9 +86,12 @@ macro_rules! simd_kernel {
         /// # Safety
         /// See [`MicroKernel`]; the CPU must support the features named in `target_feature`.
         #[target_feature(enable = $feat)]
-        pub(crate) unsafe fn $name(t: &Tile<$t>) {
+        pub(crate) unsafe fn $name<const DIRECT: bool>(t: &Tile<$t>) {
             use std::arch::x86_64::*;
             const NR: usize = $nv * $lanes;
+            let rows: [*const $t; $mr] = std::array::from_fn(|i| {
+                t.a.wrapping_offset(i.min(t.mr.max(1) - 1) as isize * t.ars)
+            });
             let mut acc = [[$zero(); $nv]; $mr];
             // Start fetching the C tile now: its rows are far apart (often in one L1 set) and
             // it comes from L2 or beyond; the loads at the end then find it in L1.
@@ -100,9 +109,16 @@ macro_rules! simd_kernel {
                     for (v, x) in bv.iter_mut().enumerate() {
                         *x = $load(bp.add(v * $lanes));
                     }
-                    let ap = t.a.add(p * $mr);
+                    // Wrapping: in a direct kernel `a` is not a panel and this goes unused.
+                    let ap = t.a.wrapping_add(p * $mr);
                     for (i, row) in acc.iter_mut().enumerate() {
-                        let ai = $set1(*ap.add(i));
+                        // A direct read: row i (or mr - 1) at depth p, inside A by the
+                        // caller's contract for direct kernels.
+                        let ai = if DIRECT {
+                            $set1(*rows[i].offset(p as isize * t.acs))
+                        } else {
+                            $set1(*ap.add(i))
+                        };
                         for (x, bx) in row.iter_mut().zip(&bv) {
                             *x = $fma(ai, *bx, *x);
                         }
@@ -206,21 +222,33 @@ simd_kernel!(
     _mm512_add_pd
 );
 
-/// The portable kernel: `MR x NR` accumulators in an array, no intrinsics.
+/// The portable kernel: `MR x NR` accumulators in an array, no intrinsics. `DIRECT` reads A
+/// through its strides, as the SIMD kernels do.
 ///
 /// # Safety
 /// See [`MicroKernel`].
-pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize>(t: &Tile<T>) {
-    // SAFETY: the caller guarantees kc*MR readable A values and kc*NR readable B values.
-    let (a, b) = unsafe {
-        (
-            std::slice::from_raw_parts(t.a, t.kc * MR),
-            std::slice::from_raw_parts(t.b, t.kc * NR),
-        )
-    };
+pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize, const DIRECT: bool>(
+    t: &Tile<T>,
+) {
+    // SAFETY: the caller guarantees kc*NR readable B values.
+    let b = unsafe { std::slice::from_raw_parts(t.b, t.kc * NR) };
     let mut acc = [[T::default(); NR]; MR];
-    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
-        for (row, &ai) in acc.iter_mut().zip(ap) {
+    let mut ap = [T::default(); MR];
+    for (p, bp) in b.chunks_exact(NR).enumerate() {
+        for (i, x) in ap.iter_mut().enumerate() {
+            // SAFETY: packed: p*MR + i < kc*MR values; direct: row min(i, mr - 1) < mr at
+            // depth p < kc, both readable by the caller's contract.
+            *x = unsafe {
+                if DIRECT {
+                    *t.a.wrapping_offset(
+                        i.min(t.mr.max(1) - 1) as isize * t.ars + p as isize * t.acs,
+                    )
+                } else {
+                    *t.a.add(p * MR + i)
+                }
+            };
+        }
+        for (row, &ai) in acc.iter_mut().zip(&ap) {
             for (x, &bj) in row.iter_mut().zip(bp) {
                 *x = *x + ai * bj;
             }

@@ -1,7 +1,8 @@
 //! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
 //! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
 //! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs`, SIMD micro-kernels
-//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`); bf16 runs
+//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`, A read in
+//! place for products up to about 64^3, threads met through `par.rs`); bf16 runs
 //! `vdpbf16ps` on bf16 pairs where the CPU has AVX512_BF16 (`bf16.rs`), otherwise f16 and bf16
 //! are widened to f32 while packing; both accumulate in f32 and round once at the end; integers
 //! and bool run a plain loop (`int.rs`). Shape logic (1-D operands, broadcasting the batch dims)
@@ -13,6 +14,7 @@ mod gemm;
 mod int;
 mod kernels;
 mod pack;
+mod par;
 
 use crate::CpuStorage;
 pub(crate) use gemm::{Gemm, Real};
@@ -29,8 +31,9 @@ pub use kernels::Kernel;
 pub(crate) use gemm::{select_f32, select_f64};
 pub(crate) use pack::{Cvt, Mat, Pack};
 
-/// Multiply-adds below which a product stays on one thread.
-const SMALL: usize = 1 << 19;
+/// Multiply-adds each thread must be given before work is split: waking a pool thread and
+/// meeting it again costs microseconds, the time one core takes for about this many.
+const PER_THREAD: usize = 1 << 21;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
@@ -131,17 +134,8 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
             half_float(&d, x, a_l, y, b_l, o, f16::from_f32, gemm::select_f32())
         }
         (S::BF16(x), S::BF16(y), S::BF16(o)) => match bf16::select() {
-            Some(g) => half_float(&d, x, a_l, y, b_l, o, half::bf16::from_f32, g),
-            None => half_float(
-                &d,
-                x,
-                a_l,
-                y,
-                b_l,
-                o,
-                half::bf16::from_f32,
-                gemm::select_f32(),
-            ),
+            Some(g) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
+            None => half_float(&d, x, a_l, y, b_l, o, to_bf16, gemm::select_f32()),
         },
         (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::I64(x), S::I64(y), S::I64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
@@ -226,17 +220,23 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
         let (oa, ob) = bt.offsets[0];
         let am = Mat::new(a, oa, rs, bt.a.1);
         let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
-        let t = if rows * k * n < SMALL { 1 } else { threads };
-        g.run([rows, n, k], &am, &bm, out, t);
+        g.run(
+            [rows, n, k],
+            &am,
+            &bm,
+            out,
+            threads_for(rows * k * n, threads),
+        );
         return;
     }
     let count = bt.offsets.len();
+    let threads = threads_for(count * m * k * n, threads);
     let across_batch = threads > 1 && count > 1 && (count >= 4 * threads || m * k * n < LARGE);
-    // Across the batch, each product runs on one thread; otherwise each uses them all.
-    let t = if across_batch || m * k * n < SMALL {
+    // Across the batch, each product runs on one thread; otherwise each uses its share.
+    let t = if across_batch {
         1
     } else {
-        threads
+        threads_for(m * k * n, threads)
     };
     let one = |(i, c): (usize, &mut [T])| {
         let (oa, ob) = bt.offsets[i];
@@ -251,6 +251,22 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
     }
 }
 
+/// How many of `threads` to give `work` multiply-adds: at least [`PER_THREAD`] each.
+fn threads_for(work: usize, threads: usize) -> usize {
+    (work / PER_THREAD).clamp(1, threads.max(1))
+}
+
+/// f32 to bf16, rounding to nearest even (NaN stays a quiet NaN of its sign), as
+/// `half::bf16::from_f32` does, but free of branches, so that the output loop vectorises.
+#[inline(always)]
+fn to_bf16(x: f32) -> half::bf16 {
+    let b = x.to_bits();
+    // Wrapping: a NaN near the top of the range may carry out; the select discards it.
+    let rounded = b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16;
+    let nan = (b >> 16) | 0x40;
+    half::bf16::from_bits(if x.is_nan() { nan } else { rounded } as u16)
+}
+
 /// f16 / bf16: accumulate the whole product in f32 (widened while packing, or bf16 pairs fed
 /// to `vdpbf16ps`), round once.
 #[allow(clippy::too_many_arguments)]
@@ -261,12 +277,55 @@ fn half_float<H: Pack<P>, P: bytemuck::Pod + Send + Sync>(
     b: &[H],
     b_l: &Layout,
     out: &mut [H],
-    round: fn(f32) -> H,
+    round: impl Fn(f32) -> H,
     g: Gemm<f32, P>,
 ) {
     let mut wide = vec![0f32; out.len()];
     float(d, a, a_l, b, b_l, &mut wide, g);
     for (o, w) in out.iter_mut().zip(&wide) {
         *o = round(*w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `to_bf16` agrees with `half`'s conversion bit for bit on ties, carries into the
+    /// exponent, overflow to infinity, subnormals, zeros, infinities and NaNs, and a sweep.
+    #[test]
+    fn bf16_rounding_matches_half() {
+        let mut xs: Vec<f32> = [
+            0x3F80_8000u32, // tie, even stays
+            0x3F81_8000,    // tie, odd rounds up
+            0x3F80_7FFF,
+            0x3F80_8001,
+            0x3FFF_FFFF, // carries into the exponent
+            0x7F7F_FFFF, // rounds to infinity
+            0x0000_0001, // smallest subnormal
+            0x807F_FFFF,
+            0x0000_0000,
+            0x8000_0000,
+            0x7F80_0000,
+            0xFF80_0000,
+            0x7F80_0001, // signalling NaN with low payload only
+            0xFFC0_0000,
+            0x7FFF_FFFF,
+        ]
+        .iter()
+        .map(|&b| f32::from_bits(b))
+        .collect();
+        let mut s = 0x1234_5678u32;
+        for _ in 0..100_000 {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            xs.push(f32::from_bits(s));
+        }
+        for x in xs {
+            let (got, want) = (super::to_bf16(x), half::bf16::from_f32(x));
+            if x.is_nan() {
+                assert!(got.is_nan(), "{:#x}", x.to_bits());
+                assert_eq!(got.to_bits() & 0x8000, want.to_bits() & 0x8000);
+            } else {
+                assert_eq!(got.to_bits(), want.to_bits(), "{:#x}", x.to_bits());
+            }
+        }
     }
 }

@@ -9,17 +9,27 @@ use half::{bf16, f16};
 /// An element that packs into a `T` panel.
 pub(crate) trait Cvt<T>: Copy + Send + Sync {
     fn cvt(self) -> T;
+    /// `data` itself when no conversion is needed, so a kernel may read it unpacked.
+    fn same(_data: &[Self]) -> Option<&[T]> {
+        None
+    }
 }
 impl Cvt<f32> for f32 {
     #[inline(always)]
     fn cvt(self) -> f32 {
         self
     }
+    fn same(data: &[f32]) -> Option<&[f32]> {
+        Some(data)
+    }
 }
 impl Cvt<f64> for f64 {
     #[inline(always)]
     fn cvt(self) -> f64 {
         self
+    }
+    fn same(data: &[f64]) -> Option<&[f64]> {
+        Some(data)
     }
 }
 impl Cvt<f32> for f16 {
@@ -76,6 +86,11 @@ impl<S: Copy> Mat<'_, S> {
 /// depth `kc` holds `kc.div_ceil(DEPTH)` steps of `mr` (A) or `nr` (B) values.
 pub(crate) trait Pack<P>: Copy + Send + Sync {
     const DEPTH: usize;
+    /// `data` as packed values when they need no conversion (f32 and f64), so that a direct
+    /// kernel can read A in place.
+    fn direct(_data: &[Self]) -> Option<&[P]> {
+        None
+    }
     /// Rows `i0..i0 + rows` (rows <= mr), depth `p0..p0 + kc` of `a` into one A panel, rows
     /// past `rows` zero.
     fn pack_a(
@@ -102,6 +117,9 @@ pub(crate) trait Pack<P>: Copy + Send + Sync {
 
 impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     const DEPTH: usize = 1;
+    fn direct(data: &[S]) -> Option<&[T]> {
+        S::same(data)
+    }
     #[inline]
     fn pack_a(dst: &mut [T], a: &Mat<S>, i0: usize, rows: usize, p0: usize, kc: usize, mr: usize) {
         pack_a(dst, a, i0, rows, p0, kc, mr)

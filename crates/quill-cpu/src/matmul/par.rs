@@ -1,0 +1,127 @@
+//! The GEMM's fork-join. Inside a rayon pool a region is a parallel iterator. Called from a
+//! thread outside the pool (a program's main thread, where most products start), rayon would
+//! park the caller while the pool runs every part, paying a wake-up on the way in and another
+//! on the way out, which on a small product costs more than the split saves. Here the caller
+//! runs parts itself while pool threads, once awake, claim the rest: whoever reaches a part
+//! first runs it, so a late helper costs nothing, and the caller spins (briefly: at most one
+//! part) for parts in flight instead of sleeping.
+
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// Part counter and the number of helpers inside `run`.
+struct Shared {
+    next: AtomicUsize,
+    active: AtomicUsize,
+}
+
+/// Runs `f(0)`, ..., `f(parts - 1)`, each once, on this thread and up to `threads - 1`
+/// helpers. Which thread runs which part varies; callers make each part's result independent
+/// of that.
+pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
+    if parts <= 1 || threads <= 1 {
+        (0..parts).for_each(f);
+        return;
+    }
+    if rayon::current_thread_index().is_some() {
+        (0..parts).into_par_iter().for_each(&f);
+        return;
+    }
+    let shared = Arc::new(Shared {
+        next: AtomicUsize::new(0),
+        active: AtomicUsize::new(0),
+    });
+    let job: &(dyn Fn(usize) + Sync) = &f;
+    // SAFETY: the erased lifetime is never outlived: a helper calls `job` only between raising
+    // `active` and claiming a part below `parts`, and `Finish` (which runs on return and on
+    // unwind, before `f` is dropped) first pushes `next` to `parts`, so no claim succeeds
+    // after it, then waits for `active` to fall to zero. A claim that succeeded before the push
+    // was preceded by its helper's raise of `active` (sequentially consistent order), so the
+    // wait sees it.
+    let job: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(job) };
+    for _ in 0..(threads - 1).min(parts - 1) {
+        let s = Arc::clone(&shared);
+        rayon::spawn(move || {
+            s.active.fetch_add(1, SeqCst);
+            claim(&s, parts, job);
+            s.active.fetch_sub(1, SeqCst);
+        });
+    }
+    struct Finish<'a>(&'a Shared, usize);
+    impl Drop for Finish<'_> {
+        fn drop(&mut self) {
+            self.0.next.fetch_max(self.1, SeqCst);
+            let mut spins = 0u32;
+            while self.0.active.load(SeqCst) != 0 {
+                spins += 1;
+                if spins < 1 << 16 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+    let _finish = Finish(&shared, parts);
+    claim(&shared, parts, job);
+}
+
+/// Runs parts until none is left unclaimed.
+fn claim(s: &Shared, parts: usize, job: &(dyn Fn(usize) + Sync)) {
+    loop {
+        let i = s.next.fetch_add(1, SeqCst);
+        if i >= parts {
+            return;
+        }
+        job(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_each;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Every part runs exactly once, from outside the pool (the claiming path) and from inside
+    /// it (the parallel iterator), for part counts around the thread count.
+    #[test]
+    fn every_part_once() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for parts in [0, 1, 2, 3, 7, 64] {
+            for threads in [1, 2, 3, 8] {
+                let hits: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+                let work = |i: usize| {
+                    // Uneven parts, so helpers and the caller interleave.
+                    std::hint::black_box((0..(i % 5) * 1000).sum::<usize>());
+                    hits[i].fetch_add(1, SeqCst);
+                };
+                for_each(parts, threads, work);
+                pool.install(|| for_each(parts, threads, work));
+                assert!(
+                    hits.iter().all(|h| h.load(SeqCst) == 2),
+                    "{parts} parts, {threads} threads"
+                );
+            }
+        }
+    }
+
+    /// A part that panics on the caller unwinds only after helpers are done with `f`'s
+    /// borrows: the borrowed data is still intact when every started part finishes.
+    #[test]
+    fn panic_waits_for_helpers() {
+        let data = vec![1usize; 1000];
+        let r = std::panic::catch_unwind(|| {
+            for_each(8, 2, |i| {
+                if i == 0 {
+                    panic!("part 0");
+                }
+                assert_eq!(data.iter().sum::<usize>(), 1000);
+            })
+        });
+        assert!(r.is_err());
+    }
+}
