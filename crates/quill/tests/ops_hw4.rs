@@ -473,6 +473,22 @@ fn conv_gradchecks_for_every_case() {
     check("w only", |t| xc.conv(&t[0], 2, 0), &[w]);
 }
 
+/// An empty batch: the output is empty and the gradients are zeros of the operands' shapes
+/// (the weight's: no sample contributes), through the kernel backward.
+#[test]
+fn conv_empty_batch_gradients() {
+    let x = Tensor::from_array(NDArray::zeros(&[0, 5, 5, 2], DType::F64).unwrap(), true).unwrap();
+    let w =
+        Tensor::from_array(NDArray::randn(&[3, 3, 2, 4], 1, DType::F64).unwrap(), true).unwrap();
+    let y = x.conv(&w, 2, 1).unwrap();
+    assert_eq!(y.shape(), &[0, 3, 3, 4]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().shape(), &[0, 5, 5, 2]);
+    let gw = x.grad().map(|_| w.grad().unwrap()).unwrap();
+    assert_eq!(gw.shape(), &[3, 3, 2, 4]);
+    assert!(values(gw.array()).iter().all(|&v| v == 0.0));
+}
+
 #[test]
 fn conv_second_order() {
     let mut rng = Prng::new(5);

@@ -2,8 +2,11 @@
 //! (kh, kw, Cin, Cout) weight, square stride and zero padding, as one op with its own backward.
 //!
 //! The forward is im2col on arrays: pad, one strided window view (N, Ho, Wo, kh, kw, Cin)
-//! of the padded input, one compaction into the column matrix, one matmul. The backward is
-//! needle hw4's, in Tensor ops (so it is differentiable again): the input's gradient is a
+//! of the padded input, one compaction into the column matrix, one matmul. The backward runs
+//! the backend's NCHW convolution-gradient kernels (`NDArray::conv2d_backward_input` /
+//! `_weight`, col2im and a per-thread summed GEMM) on permuted views, except when it is itself
+//! recorded (`create_graph`): then it is needle hw4's, in Tensor ops (so it is differentiable
+//! again): the input's gradient is a
 //! stride-1 convolution of the stride-dilated output gradient with the spatially flipped,
 //! in/out-transposed weight; the weight's gradient is a convolution of the (channel-first)
 //! padded input with the (batch-as-channel) dilated output gradient.
@@ -14,8 +17,8 @@
 //! `Conv2d::functional(x, w, None, s, p, 1)` equals
 //! `x.permute([0, 2, 3, 1]).conv(w.permute([2, 3, 1, 0]), s, p).permute([0, 3, 1, 2])`.
 
-use crate::tensor::{Backward, Tensor};
-use quill_core::{Error, Result, SliceArg};
+use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use quill_core::{Conv2dSpec, Error, Result, SliceArg};
 
 const OP: &str = "conv";
 
@@ -67,6 +70,9 @@ impl Backward for Conv {
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
         let (x, w) = (&inputs[0], &inputs[1]);
         let (s, p) = (self.stride, self.padding);
+        if !is_grad_enabled() {
+            return self.kernels(g, x, w);
+        }
         let (h, wd) = (x.shape()[1], x.shape()[2]);
         let (kh, kw) = (w.shape()[0], w.shape()[1]);
         let (ho, wo) = (g.shape()[1], g.shape()[2]);
@@ -114,6 +120,39 @@ impl Backward for Conv {
                     .permute(&[3, 1, 2, 0])?
                     .conv(&gd.permute(&[1, 2, 0, 3])?, 1, 0)?;
                 r.permute(&[1, 2, 0, 3])
+            })
+            .transpose()?;
+        Ok(vec![gx, gw])
+    }
+}
+
+impl Conv {
+    /// The gradients from the NCHW kernels: x (N, H, W, C) is the NCHW array permuted
+    /// (0, 3, 1, 2), the weight (kh, kw, C, O) the (O, C, kh, kw) one permuted (3, 2, 0, 1).
+    fn kernels(&self, g: &Tensor, x: &Tensor, w: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let spec = Conv2dSpec {
+            stride: (self.stride, self.stride),
+            padding: (self.padding, self.padding),
+            ..Conv2dSpec::default()
+        };
+        let nchw = [0, 3, 1, 2];
+        let g4 = g.array().permute(&nchw)?;
+        let xs = x.shape();
+        let ws = w.shape();
+        let gx = x
+            .requires_grad()
+            .then(|| -> Result<Tensor> {
+                let wk = w.array().permute(&[3, 2, 0, 1])?;
+                let gx = g4.conv2d_backward_input(&wk, &[xs[0], xs[3], xs[1], xs[2]], spec)?;
+                Ok(Tensor::new(gx.permute(&[0, 2, 3, 1])?))
+            })
+            .transpose()?;
+        let gw = w
+            .requires_grad()
+            .then(|| -> Result<Tensor> {
+                let xk = x.array().permute(&nchw)?;
+                let gw = xk.conv2d_backward_weight(&g4, &[ws[3], ws[2], ws[0], ws[1]], spec)?;
+                Ok(Tensor::new(gw.permute(&[2, 3, 1, 0])?))
             })
             .transpose()?;
         Ok(vec![gx, gw])
