@@ -12,8 +12,14 @@
 //! left hanging. A rank that dies outright is seen by `mpirun`, which ends the others.
 //!
 //! `broadcast` and `all_gather` first compare the ranks' lengths (one tiny all-gather) and
-//! fail with [`DistError::SizeMismatch`]; `all_reduce` does not (it is the hot path), and
-//! unequal lengths there end in MPI's own truncation error.
+//! fail with [`DistError::SizeMismatch`]; `all_reduce` does so only in debug builds (it is the
+//! hot path), and in release builds unequal lengths there end in MPI's own truncation error.
+//!
+//! Latency: both the MPI thread (waiting for the next job) and the caller (waiting for the
+//! answer) spin for up to `QUILL_DIST_SPIN_US` (default 50 us) before parking, so back-to-back
+//! small collectives do not pay two thread wake-ups each. Calling MPI directly from the caller's
+//! thread would need `MPI_THREAD_MULTIPLE` and a communicator shared across threads, which
+//! rsmpi's types do not offer safely; the hop stays.
 
 use crate::communicator::{check_root, default_timeout, Communicator, ReduceOp};
 use crate::error::{DistError, Result};
@@ -23,7 +29,7 @@ use mpi::topology::Communicator as _;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Threading;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvError, Sender, TryRecvError};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -109,10 +115,41 @@ impl Mpi {
         if !matches!(sent, Some(Ok(()))) {
             return Err(backend(op, self.rank, "the MPI thread has stopped".into()));
         }
-        answer
-            .recv()
+        spin_recv(&answer, spin_time())
             .map_err(|_| backend(op, self.rank, "the MPI thread has stopped".into()))?
     }
+}
+
+/// How long each side spins on its channel before parking: `QUILL_DIST_SPIN_US`
+/// (microseconds, 0 turns spinning off) or 50 us. A small collective completes within that, so
+/// neither the MPI thread nor the caller pays a futex wake-up (several us each) per collective;
+/// a parked wait costs nothing while the ranks are out of step.
+fn spin_time() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("QUILL_DIST_SPIN_US")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(50);
+        Duration::from_micros(us)
+    })
+}
+
+/// `rx.recv()`, after polling for up to `spin` (yielding the core between polls, since on a
+/// busy machine the thread being waited for may need it).
+fn spin_recv<T>(rx: &Receiver<T>, spin: Duration) -> std::result::Result<T, RecvError> {
+    if !spin.is_zero() {
+        let start = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(v) => return Ok(v),
+                Err(TryRecvError::Disconnected) => return Err(RecvError),
+                Err(TryRecvError::Empty) if start.elapsed() >= spin => break,
+                Err(TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
+    }
+    rx.recv()
 }
 
 fn backend(op: &'static str, rank: usize, msg: String) -> DistError {
@@ -204,7 +241,8 @@ fn mpi_thread(
         size,
         timeout,
     };
-    while let Ok(job) = jobs.recv() {
+    let spin = spin_time();
+    while let Ok(job) = spin_recv(&jobs, spin) {
         match job {
             Job::Abort(code) => world.abort(code),
             Job::Collective { kind, buf, reply } => {
@@ -247,8 +285,14 @@ impl Ctx<'_> {
         let elems = buf.len();
         let start = Instant::now();
         let size = self.size;
-        // Length check for broadcast and all_gather.
-        if matches!(kind, Kind::Broadcast(_) | Kind::AllGather) {
+        // Length check for broadcast and all_gather; for all_reduce (the hot path) only in debug
+        // builds, where a mismatch otherwise ends in MPI's own truncation error.
+        let check = match kind {
+            Kind::Broadcast(_) | Kind::AllGather => true,
+            Kind::AllReduce(_) => cfg!(debug_assertions),
+            Kind::Barrier => false,
+        };
+        if check {
             let mine = [elems as u64];
             let mut all = vec![0u64; size];
             mpi::request::scope(|scope| {
