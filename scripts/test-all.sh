@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of quill (the README's test command; .ci/run calls it):
 #  1. the workspace on the CPU, then quill-dist with MPI (Open MPI installed by
-#     scripts/install-mpi.sh when missing);
+#     scripts/install-mpi.sh when missing) and with NCCL (built without CUDA);
 #  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;
 #     REQUIRE_CUDA=1 turns a skip into a failure on GPU machines);
 #  3. every CUDA kernel source compiled by NVRTC for sm_80 and sm_90, with NVRTC from NVIDIA's
@@ -15,6 +15,9 @@ cargo test --workspace
 scripts/install-mpi.sh
 cargo test -p quill-dist --features mpi
 cargo test -p quill-cli --features mpi --test train_distributed
+# The NCCL communicator: built with no CUDA installed (cudarc loads CUDA and NCCL at run time);
+# its GPU tests skip without a GPU and libnccl, and fail instead under REQUIRE_CUDA=1.
+cargo test -p quill-dist --features nccl,mpi --test nccl
 cargo test -p quill --features cuda --test cuda
 nvrtc_dir="$(scripts/nvrtc-env.sh)"
 LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}" REQUIRE_NVRTC=1 \

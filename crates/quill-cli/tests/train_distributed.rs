@@ -75,3 +75,43 @@ fn two_ranks_train_and_one_rank_resumes() {
     assert_eq!(csv.lines().count(), 3, "{csv}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--dist-backend nccl` on 2 ranks: without the `nccl` feature, or (with it) on a machine
+/// without a GPU, every rank stops with a message saying why, within a time limit, instead of
+/// waiting for the others. With a GPU and the feature it is left to the GPU machine.
+#[cfg(feature = "mpi")]
+#[test]
+fn the_nccl_backend_fails_cleanly_where_it_cannot_run() {
+    if cfg!(feature = "nccl") && std::path::Path::new("/dev/nvidia0").exists() {
+        return;
+    }
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-np", "2", env!("CARGO_BIN_EXE_quill")])
+        .args(["train", "--distributed", "--dist-backend", "nccl"])
+        .args(["--limit", "100", "--epochs", "1"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("QUILL_DIST_TIMEOUT", "30")
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let start = std::time::Instant::now();
+    let o = c.output().unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(90));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let why = if cfg!(feature = "nccl") {
+        "nccl init"
+    } else {
+        "--features nccl"
+    };
+    assert!(err.contains(why), "{err}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_quill"))
+        .args(["train", "--distributed", "--dist-backend", "gloo"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("not mpi or nccl"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

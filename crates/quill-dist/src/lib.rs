@@ -4,8 +4,9 @@
 //!   `barrier`, each failing with a typed [`DistError`] naming the op, the rank and the sizes,
 //!   and never waiting past a timeout) with three implementations: [`Local`] (one rank, always
 //!   built), [`ThreadGroup`] (N ranks as threads, for tests without MPI), `Mpi` (feature `mpi`:
-//!   rsmpi over the system's MPI, e.g. Open MPI). An NCCL communicator for GPUs is not written
-//!   yet.
+//!   rsmpi over the system's MPI, e.g. Open MPI) and `Nccl` (feature `nccl`: NCCL through
+//!   cudarc, one GPU per rank, bootstrapped over another communicator; host buffers copied to
+//!   the GPU and back around each collective).
 //! - [`DistributedDataParallel`]: parameters and buffers broadcast from rank 0, gradients
 //!   averaged in buckets launched from a post-accumulate gradient hook while backward runs
 //!   (`quill::Tensor::register_post_accumulate_grad_hook`), on a communication thread.
@@ -22,6 +23,8 @@ mod error;
 mod local;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod sampler;
 mod threads;
 
@@ -31,5 +34,7 @@ pub use error::{DistError, Result};
 pub use local::Local;
 #[cfg(feature = "mpi")]
 pub use mpi::Mpi;
+#[cfg(feature = "nccl")]
+pub use nccl::Nccl;
 pub use sampler::{DistributedSampler, Shard};
 pub use threads::{ThreadComm, ThreadGroup};

@@ -29,8 +29,15 @@ pub fn run(_o: Options) -> Result<(), String> {
 }
 
 #[cfg(feature = "mpi")]
-pub fn run(o: Options) -> Result<(), String> {
-    let comm: Arc<dyn Communicator> = Arc::new(quill_dist::Mpi::init().map_err(|e| e.to_string())?);
+pub fn run(mut o: Options) -> Result<(), String> {
+    let mpi: Arc<dyn Communicator> = Arc::new(quill_dist::Mpi::init().map_err(|e| e.to_string())?);
+    let comm = match communicator(&mut o, mpi.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!("rank {} of {}: {e}", mpi.rank(), mpi.world_size());
+            mpi.abort(1, &msg)
+        }
+    };
     let c = comm.clone();
     match quill::in_pool(move || train(o, c.clone())) {
         Ok(()) => Ok(()),
@@ -39,6 +46,34 @@ pub fn run(o: Options) -> Result<(), String> {
             comm.abort(1, &msg)
         }
     }
+}
+
+/// The communicator `--dist-backend` names, on top of MPI.
+#[cfg(feature = "mpi")]
+fn communicator(
+    o: &mut Options,
+    mpi: Arc<dyn Communicator>,
+) -> Result<Arc<dyn Communicator>, String> {
+    match o.dist_backend.as_str() {
+        "nccl" => nccl(o, mpi),
+        _ => Ok(mpi),
+    }
+}
+
+/// NCCL on the rank's node-local GPU (bootstrapped over MPI); the model follows it there when
+/// `--device` is a GPU.
+#[cfg(all(feature = "mpi", feature = "nccl"))]
+fn nccl(o: &mut Options, mpi: Arc<dyn Communicator>) -> Result<Arc<dyn Communicator>, String> {
+    let gpu = quill_dist::Nccl::local_device();
+    if matches!(o.device, quill::Device::Cuda(_)) {
+        o.device = quill::Device::Cuda(gpu);
+    }
+    Ok(Arc::new(d(quill_dist::Nccl::from_communicator(mpi, gpu))?))
+}
+
+#[cfg(all(feature = "mpi", not(feature = "nccl")))]
+fn nccl(_o: &mut Options, _mpi: Arc<dyn Communicator>) -> Result<Arc<dyn Communicator>, String> {
+    Err("--dist-backend nccl needs a build with `--features nccl`".into())
 }
 
 fn d<T>(r: quill_dist::Result<T>) -> Result<T, String> {

@@ -30,6 +30,9 @@ pub const USAGE: &str = "usage: quill [train] [options]
                            `--features mpi`); each rank trains on its shard with batch
                            BATCH/N, so the global batch stays --batch-size; rank 0 prints,
                            writes the CSV, plots and checkpoints (mnist task)
+  --dist-backend mpi|nccl  how gradients travel with --distributed (default mpi; nccl needs a
+                           build with `--features nccl`, one GPU per rank, and bootstraps over
+                           MPI; with --device cuda each rank takes its node-local GPU)
   --limit N                use only the first N train and test samples (lm: lines of each
                            split) (quick runs)
  language-model options (--task lm):
@@ -66,6 +69,8 @@ pub struct Options {
     pub resume: bool,
     pub limit: Option<usize>,
     pub distributed: bool,
+    /// `--dist-backend`: "mpi" or "nccl".
+    pub dist_backend: String,
     pub tokens: String,
     pub bptt: usize,
     pub embedding: usize,
@@ -94,6 +99,7 @@ impl Default for Options {
             resume: false,
             limit: None,
             distributed: false,
+            dist_backend: "mpi".into(),
             tokens: "char".into(),
             bptt: 64,
             embedding: 128,
@@ -199,6 +205,13 @@ impl Options {
                 "--checkpoint" => o.checkpoint = Some(value(a, it.next(), "a file path")?),
                 "--resume" => o.resume = true,
                 "--distributed" => o.distributed = true,
+                "--dist-backend" => {
+                    let b: String = value(a, it.next(), "mpi or nccl")?;
+                    if b != "mpi" && b != "nccl" {
+                        return Err(format!("--dist-backend: '{b}' is not mpi or nccl"));
+                    }
+                    o.dist_backend = b;
+                }
                 "--limit" => o.limit = Some(value(a, it.next(), "a whole number")?),
                 other => return Err(format!("unknown option '{other}'")),
             }

@@ -111,6 +111,17 @@ fn collectives(c: &dyn Communicator) -> Result<(), String> {
             }
         }
     }
+    // Unequal all-reduce lengths: checked in debug builds only (the hot path).
+    if world > 1 && cfg!(debug_assertions) {
+        match c.all_reduce_vec(vec![1.0; 3 + rank], ReduceOp::Sum) {
+            Err(DistError::SizeMismatch { all, .. }) if all.len() == world => {}
+            other => {
+                return Err(format!(
+                    "unequal all_reduce: want SizeMismatch, got {other:?}"
+                ))
+            }
+        }
+    }
     let mut one = [1.0f32];
     c.all_reduce(&mut one, ReduceOp::Sum)
         .map_err(|e| e.to_string())?;
