@@ -15,13 +15,20 @@ fn main() -> quill::Result<()> {
             for _ in 0..15 {
                 let s = Instant::now();
                 let y = x.conv(&w, 1, 1)?;
-                let opts = BackwardOptions { retain_graph: false, create_graph };
+                let opts = BackwardOptions {
+                    retain_graph: false,
+                    create_graph,
+                };
                 let g = grad(&y.sum(None, false)?, &[x.clone(), w.clone()], None, opts)?;
                 std::hint::black_box(g);
                 t.push(s.elapsed().as_secs_f64() * 1e3);
             }
             t.sort_by(f64::total_cmp);
-            let name = if create_graph { "composite (create_graph)" } else { "kernels" };
+            let name = if create_graph {
+                "composite (create_graph)"
+            } else {
+                "kernels"
+            };
             println!("{name}: {:.2} ms forward + backward", t[7]);
         }
         Ok(())
