@@ -32,8 +32,11 @@ pub(crate) use gemm::{select_f32, select_f64};
 pub(crate) use pack::{Cvt, Mat, Pack};
 
 /// Multiply-adds each thread must be given before work is split: waking a pool thread and
-/// meeting it again costs microseconds, the time one core takes for about this many.
-const PER_THREAD: usize = 1 << 21;
+/// meeting it again costs microseconds, the time one core takes for about this many. 1 M
+/// rather than 2 M: on a quiet 2-core Zen 5, 128^3 (2 M) split in two ran 1.27x faster with the
+/// AVX-512 kernel and 1.63x with AVX2 (`scripts/gemm_bench.py`, same run); 2 M had been chosen
+/// on a machine loaded by other builds, where the woken thread often came late.
+const PER_THREAD: usize = 1 << 20;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
