@@ -13,6 +13,7 @@
 //! are added in part order, so results depend on the thread count only, not on scheduling.
 
 use crate::simd::with_best_simd;
+use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use quill_core::{DType, Error, NormDims, Result};
 use rayon::prelude::*;
@@ -35,29 +36,6 @@ pub(crate) trait NormReal:
 }
 impl NormReal for f32 {}
 impl NormReal for f64 {}
-
-fn slice<'a, T: CpuElement>(
-    op: &'static str,
-    s: &'a CpuStorage,
-    off: usize,
-    len: usize,
-) -> Result<&'a [T]> {
-    let v = T::slice(s).ok_or(Error::DTypeMismatch {
-        op,
-        expected: T::DTYPE,
-        got: s.dtype(),
-    })?;
-    v.get(off..off + len).ok_or_else(|| {
-        Error::invalid(
-            op,
-            format!(
-                "internal: a buffer of {} elements read at {off}..{}",
-                v.len(),
-                off + len
-            ),
-        )
-    })
-}
 
 /// The `K` sums of `f(x, g)` over `xs` (and `gs`, same length) in 16 lanes of `T`.
 #[inline(always)]
@@ -236,9 +214,9 @@ fn forward_t<T: NormReal>(
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
     const OP: &str = "batch_norm";
     let len = d.n * d.c * d.inner;
-    let xs = slice::<T>(OP, x.0, x.1, len)?;
-    let ws = slice::<T>(OP, w.0, w.1, d.c)?;
-    let bs = slice::<T>(OP, b.0, b.1, d.c)?;
+    let xs = read::<T>(OP, x.0, x.1, len)?;
+    let ws = read::<T>(OP, w.0, w.1, d.c)?;
+    let bs = read::<T>(OP, b.0, b.1, d.c)?;
     let count = (d.n * d.inner) as f64;
     if count == 0.0 {
         return Err(Error::invalid(
@@ -316,10 +294,10 @@ fn backward_t<T: NormReal>(
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
     const OP: &str = "batch_norm_backward";
     let len = d.n * d.c * d.inner;
-    let xs = slice::<T>(OP, x.0, x.1, len)?;
-    let gs = slice::<T>(OP, gy.0, gy.1, len)?;
-    let ws = slice::<T>(OP, w.0, w.1, d.c)?;
-    let vs = slice::<T>(OP, var.0, var.1, d.c)?;
+    let xs = read::<T>(OP, x.0, x.1, len)?;
+    let gs = read::<T>(OP, gy.0, gy.1, len)?;
+    let ws = read::<T>(OP, w.0, w.1, d.c)?;
+    let vs = read::<T>(OP, var.0, var.1, d.c)?;
     let count = ((d.n * d.inner) as f64).max(1.0);
     // Centred on the channel's first value `s` (exact) rather than on the stored mean (rounded
     // to T: for |mean| >> std its rounding error times sum(g) would swamp sum(g * xc)):

@@ -12,8 +12,9 @@
 //! matrix: the input is already one.
 
 use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
+use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
-use quill_core::{ConvDims, DType, Error, Result};
+use quill_core::{ConvDims, DType, Result};
 use rayon::prelude::*;
 
 /// Multiply-adds below which a call stays on one thread.
@@ -176,29 +177,6 @@ fn col2im<T: Real>(g: &Geom, col: &[T], dx: &mut [T]) {
     }
 }
 
-fn slice<'a, T: CpuElement>(
-    op: &'static str,
-    s: &'a CpuStorage,
-    off: usize,
-    len: usize,
-) -> Result<&'a [T]> {
-    let v = T::slice(s).ok_or(Error::DTypeMismatch {
-        op,
-        expected: T::DTYPE,
-        got: s.dtype(),
-    })?;
-    v.get(off..off + len).ok_or_else(|| {
-        Error::invalid(
-            op,
-            format!(
-                "internal: a buffer of {} elements read at {off}..{}",
-                v.len(),
-                off + len
-            ),
-        )
-    })
-}
-
 fn float_dtype(op: &'static str, s: &CpuStorage) -> Result<DType> {
     match s.dtype() {
         d @ (DType::F32 | DType::F64) => Ok(d),
@@ -252,8 +230,8 @@ fn forward_t<T: ConvReal>(
     const OP: &str = "conv2d";
     let g = Geom::new(dims);
     let d = &g.d;
-    let xs = slice::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
-    let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
+    let xs = read::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
+    let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.o * g.hw);
     let out = T::slice_mut(&mut store).expect("allocated as T");
     let gemm = T::gemm();
@@ -297,8 +275,8 @@ fn backward_input_t<T: ConvReal>(
     const OP: &str = "conv2d_backward_input";
     let g = Geom::new(dims);
     let d = &g.d;
-    let gys = slice::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
-    let ws = slice::<T>(OP, w.0, w.1, d.o * g.kk)?;
+    let gys = read::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
+    let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.c * g.hw_in);
     let dx = T::slice_mut(&mut store).expect("allocated as T");
     let gemm = T::gemm();
@@ -346,8 +324,8 @@ fn backward_weight_t<T: ConvReal>(
     const OP: &str = "conv2d_backward_weight";
     let g = Geom::new(dims);
     let d = &g.d;
-    let xs = slice::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
-    let gys = slice::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
+    let xs = read::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
+    let gys = read::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let len = d.o * g.kk;

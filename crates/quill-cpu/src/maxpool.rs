@@ -4,8 +4,9 @@
 //! between ties (the rule of quill's `max` reduction, so the fused layer and the composite
 //! one agree). Threads split the planes.
 
+use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
-use quill_core::{DType, Error, PoolDims, Result};
+use quill_core::{DType, PoolDims, Result};
 use rayon::prelude::*;
 use std::ops::{Add, Div};
 
@@ -51,29 +52,6 @@ impl PoolReal for f64 {
     }
 }
 
-fn slice<'a, T: CpuElement>(
-    op: &'static str,
-    s: &'a CpuStorage,
-    off: usize,
-    len: usize,
-) -> Result<&'a [T]> {
-    let v = T::slice(s).ok_or(Error::DTypeMismatch {
-        op,
-        expected: T::DTYPE,
-        got: s.dtype(),
-    })?;
-    v.get(off..off + len).ok_or_else(|| {
-        Error::invalid(
-            op,
-            format!(
-                "internal: a buffer of {} elements read at {off}..{}",
-                v.len(),
-                off + len
-            ),
-        )
-    })
-}
-
 /// Runs `body(plane, out)` over the planes, each `per` elements of `out`.
 fn planes<T: Send>(out: &mut [T], per: usize, work: usize, body: impl Fn(usize, &mut [T]) + Sync) {
     if per == 0 {
@@ -117,7 +95,7 @@ pub fn forward(x: (&CpuStorage, usize), dims: &PoolDims) -> Result<CpuStorage> {
 
 fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuStorage> {
     let (hw, ohw) = (d.h * d.w, d.ho * d.wo);
-    let xs = slice::<T>("max_pool2d", x.0, x.1, d.planes * hw)?;
+    let xs = read::<T>("max_pool2d", x.0, x.1, d.planes * hw)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * ohw);
     let out = T::slice_mut(&mut store).expect("allocated as T");
     planes(out, ohw, d.planes * hw, |p, o| {
@@ -164,9 +142,9 @@ fn backward_t<T: PoolReal>(
 ) -> Result<CpuStorage> {
     const OP: &str = "max_pool2d_backward";
     let (hw, ohw) = (d.h * d.w, d.ho * d.wo);
-    let xs = slice::<T>(OP, x.0, x.1, d.planes * hw)?;
-    let ys = slice::<T>(OP, y.0, y.1, d.planes * ohw)?;
-    let gs = slice::<T>(OP, gy.0, gy.1, d.planes * ohw)?;
+    let xs = read::<T>(OP, x.0, x.1, d.planes * hw)?;
+    let ys = read::<T>(OP, y.0, y.1, d.planes * ohw)?;
+    let gs = read::<T>(OP, gy.0, gy.1, d.planes * ohw)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * hw);
     let dx = T::slice_mut(&mut store).expect("allocated as T");
     let tiles = (d.kh, d.kw) == (d.sh, d.sw);

@@ -83,6 +83,31 @@ cpu_element!(i64, I64);
 cpu_element!(u8, U8);
 cpu_element!(bool, Bool);
 
+/// `len` elements of `s` from `off`, as `T`: a typed error naming `op` when `s` holds
+/// another dtype or is too short (an internal error: the array layer sized the buffers).
+pub(crate) fn read<'a, T: CpuElement>(
+    op: &'static str,
+    s: &'a CpuStorage,
+    off: usize,
+    len: usize,
+) -> quill_core::Result<&'a [T]> {
+    let v = T::slice(s).ok_or(quill_core::Error::DTypeMismatch {
+        op,
+        expected: T::DTYPE,
+        got: s.dtype(),
+    })?;
+    v.get(off..off + len).ok_or_else(|| {
+        quill_core::Error::invalid(
+            op,
+            format!(
+                "internal: a buffer of {} elements read at {off}..{}",
+                v.len(),
+                off + len
+            ),
+        )
+    })
+}
+
 /// Calls `$f::<T>(args)` with `T` the element type of `$dtype`.
 #[macro_export]
 macro_rules! dispatch_dtype {

@@ -10,7 +10,9 @@
 
 use super::options::Options;
 use super::plot::{self, Row};
-use super::{build_model, build_optimizer, evaluate, limit, meta_of, q, resume, save};
+use super::{
+    build_model, build_optimizer, evaluate, limit, meta_of, q, report_epoch, resume, save,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use quill::data::{DataLoader, Dataset, Mnist, Normalize};
 use quill::nn::{models, Module};
@@ -219,26 +221,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
         if !lead {
             continue;
         }
-        println!(
-            "epoch {epoch}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s ({world} ranks)",
-            o.epochs,
-            row.train_loss,
-            100.0 * row.train_acc,
-            row.test_loss,
-            100.0 * row.test_acc,
-            secs,
-            row.samples_per_s
-        );
-        rows.push(row);
-        plot::write_csv(&csv, &rows)?;
-        let title = format!("{} on {} ({world} ranks)", o.model, o.data.display());
-        let labels = plot::Labels {
-            title: &title,
-            held_out: "test",
-            loss: "cross-entropy loss",
-            accuracy: "accuracy (%)",
-        };
-        plot::write(&png, &rows, &labels)?;
+        report_epoch(&o, row, &mut rows, &format!(" ({world} ranks)"))?;
         save(&o, ddp.module(), opt.as_ref(), &meta_of(&o, epoch))?;
     }
     // Nobody leaves (and finalises MPI) while rank 0 still writes.

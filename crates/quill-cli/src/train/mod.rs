@@ -253,6 +253,37 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// Prints one finished epoch, appends it to `rows` and rewrites `metrics.csv` and the plot
+/// (`curves.png` / `.svg`) in `o.out`; `suffix` follows the numbers (e.g. " (2 ranks)").
+pub(super) fn report_epoch(
+    o: &Options,
+    row: Row,
+    rows: &mut Vec<Row>,
+    suffix: &str,
+) -> Result<(), String> {
+    println!(
+        "epoch {}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s{suffix}",
+        row.epoch,
+        o.epochs,
+        row.train_loss,
+        100.0 * row.train_acc,
+        row.test_loss,
+        100.0 * row.test_acc,
+        row.seconds,
+        row.samples_per_s
+    );
+    rows.push(row);
+    plot::write_csv(&o.out.join("metrics.csv"), rows)?;
+    let title = format!("{} on {}{suffix}", o.model, o.data.display());
+    let labels = plot::Labels {
+        title: &title,
+        held_out: "test",
+        loss: "cross-entropy loss",
+        accuracy: "accuracy (%)",
+    };
+    plot::write(&o.out.join("curves.png"), rows, &labels)
+}
+
 fn train(o: Options) -> Result<(), String> {
     let t0 = Instant::now();
     let norm = || Normalize::new(&[0.1307], &[0.3081]);
@@ -329,26 +360,7 @@ fn train(o: Options) -> Result<(), String> {
             seconds: secs,
             samples_per_s: seen as f64 / secs,
         };
-        println!(
-            "epoch {epoch}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s",
-            o.epochs,
-            row.train_loss,
-            100.0 * row.train_acc,
-            row.test_loss,
-            100.0 * row.test_acc,
-            secs,
-            row.samples_per_s
-        );
-        rows.push(row);
-        plot::write_csv(&csv, &rows)?;
-        let title = format!("{} on {}", o.model, o.data.display());
-        let labels = plot::Labels {
-            title: &title,
-            held_out: "test",
-            loss: "cross-entropy loss",
-            accuracy: "accuracy (%)",
-        };
-        plot::write(&png, &rows, &labels)?;
+        report_epoch(&o, row, &mut rows, "")?;
         save(&o, &model, opt.as_ref(), &meta_of(&o, epoch))?;
     }
     if let Some(last) = rows.last() {
