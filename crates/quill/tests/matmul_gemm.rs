@@ -185,11 +185,18 @@ fn non_contiguous_operands() {
                 // B with its rows reversed (negative row stride, unit column stride).
                 let b4 = rand(&mut rng, &[81, 19], dt);
                 let b4 = b4.slice(&s![..;-1, ..]).unwrap();
+                // Packed (past the in-place size) through the transposing copies: A with its
+                // rows reversed and a step along them, B transposed with its columns reversed.
+                let a5 = rand(&mut rng, &[81, 203], dt);
+                let a5 = a5.slice(&s![..;-1, 1..201]).unwrap();
+                let b5 = rand(&mut rng, &[37, 200], dt).transpose(0, 1).unwrap();
+                let b5 = b5.slice(&s![.., ..;-1]).unwrap();
                 let cases = [
                     (&at, &b, "T @ -step"),
                     (&a2, &b2, "offset @ T"),
                     (&a3, &b3, "bcast @ bcast"),
                     (&a2, &b4, "offset @ reversed rows"),
+                    (&a5, &b5, "reversed rows @ T reversed columns"),
                 ];
                 for (a, b, what) in cases {
                     let ctx = format!("{kern:?} {dt} {t}t {what}");

@@ -100,7 +100,8 @@ macro_rules! simd_kernel {
                 _mm_prefetch::<_MM_HINT_T0>(row);
                 _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(NR * size_of::<$t>() - 1));
             }
-            for p in 0..t.kc {
+            // One depth step: B's vectors times each A value, into the accumulators.
+            let step = |acc: &mut [[_; $nv]; $mr], p: usize| {
                 // SAFETY: step p < kc reads B values p*NR..(p+1)*NR and A values
                 // p*MR..(p+1)*MR, inside the panels by the caller's contract.
                 unsafe {
@@ -124,6 +125,17 @@ macro_rules! simd_kernel {
                         }
                     }
                 }
+            };
+            // Four steps per trip: the loop's own counter and pointer updates are then a
+            // small share of the issue slots the FMAs need.
+            let quads = t.kc / 4 * 4;
+            for p in (0..quads).step_by(4) {
+                for u in 0..4 {
+                    step(&mut acc, p + u);
+                }
+            }
+            for p in quads..t.kc {
+                step(&mut acc, p);
             }
             if t.mr == $mr && t.nr == NR {
                 for (i, row) in acc.iter().enumerate() {

@@ -15,6 +15,7 @@ mod int;
 mod kernels;
 mod pack;
 mod par;
+mod transpose_pack;
 
 use crate::CpuStorage;
 pub(crate) use gemm::{Gemm, Real};

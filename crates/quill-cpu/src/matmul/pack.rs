@@ -13,6 +13,11 @@ pub(crate) trait Cvt<T>: Copy + Send + Sync {
     fn same(_data: &[Self]) -> Option<&[T]> {
         None
     }
+    /// `dst[kk * w + i] = runs[i][kk].cvt()` for every run `i` and `kk < kc` through a SIMD
+    /// transpose where this type has one; false (nothing written) where it has none.
+    fn transpose_runs(_dst: &mut [T], _runs: &[&[Self]], _kc: usize, _w: usize) -> bool {
+        false
+    }
 }
 impl Cvt<f32> for f32 {
     #[inline(always)]
@@ -21,6 +26,9 @@ impl Cvt<f32> for f32 {
     }
     fn same(data: &[f32]) -> Option<&[f32]> {
         Some(data)
+    }
+    fn transpose_runs(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize) -> bool {
+        super::transpose_pack::f32_runs(dst, runs, kc, w)
     }
 }
 impl Cvt<f64> for f64 {
@@ -144,6 +152,9 @@ pub(crate) fn pack_a<T: Copy + Default, S: Cvt<T>>(
     let dst = &mut dst[..kc * mr];
     if a.cs == 1 {
         // Row-major source: each row is a contiguous run; scatter it down the panel.
+        if transposed(dst, rows, kc, mr, |i| &a.data[a.at(i0 + i, p0)..][..kc]) {
+            return;
+        }
         for i in 0..rows {
             let s = a.at(i0 + i, p0);
             for (kk, &x) in a.data[s..s + kc].iter().enumerate() {
@@ -199,6 +210,9 @@ pub(crate) fn pack_b<T: Copy + Default, S: Cvt<T>>(
         }
     } else if b.rs == 1 {
         // A transposed B: each column is contiguous; scatter it across the panel.
+        if transposed(dst, cols, kc, nr, |j| &b.data[b.at(p0, j0 + j)..][..kc]) {
+            return;
+        }
         for j in 0..cols {
             let s = b.at(p0, j0 + j);
             for (kk, &y) in b.data[s..s + kc].iter().enumerate() {
@@ -219,4 +233,33 @@ pub(crate) fn pack_b<T: Copy + Default, S: Cvt<T>>(
             step[cols..].fill(T::default());
         }
     }
+}
+
+/// The SIMD form of the two scatters above: `count` runs (`run(i)`, each `kc` long) across a
+/// panel `w` wide, the values past `count` zeroed. False, with nothing written, where the
+/// element type has no SIMD transpose or the panel is wider than the runs buffer.
+fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
+    dst: &mut [T],
+    count: usize,
+    kc: usize,
+    w: usize,
+    run: impl Fn(usize) -> &'a [S],
+) -> bool {
+    const MAX: usize = 32;
+    if count > MAX || count > w {
+        return false;
+    }
+    let mut runs: [&[S]; MAX] = [&[]; MAX];
+    for (i, r) in runs.iter_mut().enumerate().take(count) {
+        *r = run(i);
+    }
+    if !S::transpose_runs(dst, &runs[..count], kc, w) {
+        return false;
+    }
+    if count < w {
+        for step in dst.chunks_exact_mut(w) {
+            step[count..].fill(T::default());
+        }
+    }
+    true
 }
