@@ -387,3 +387,39 @@ fn tiny_products_read_a_in_place() {
         }
     }
 }
+
+/// Products with few rows (up to 36) read a unit-column-stride f32 / f64 B where it lies
+/// instead of packing it, all but a partial last panel. Every kernel, one and two threads,
+/// f32 and f64; B contiguous, with its rows reversed, an offset column window of a wider
+/// matrix, and one row broadcast down all rows (row stride 0); depths past one depth block;
+/// widths with and without a partial panel; 36 and 37 rows either side of the threshold.
+#[test]
+fn few_rows_read_b_in_place() {
+    let mut rng = Prng::new(21);
+    for kern in kernels() {
+        for dt in [DType::F32, DType::F64] {
+            for (m, k, n) in [(1, 300, 96), (5, 40, 100), (36, 450, 70), (37, 33, 130)] {
+                let a = rand(&mut rng, &[m, k], dt);
+                let plain = rand(&mut rng, &[k, n], dt);
+                let rev = rand(&mut rng, &[k, n], dt);
+                let rev = rev.slice(&s![..;-1, ..]).unwrap();
+                let wide = rand(&mut rng, &[k + 2, n + 9], dt);
+                let window = wide.slice(&s![1..k + 1, 5..n + 5]).unwrap();
+                let row = rand(&mut rng, &[1, n], dt);
+                let bcast = row.broadcast_to(&[k, n]).unwrap();
+                let cases = [
+                    (&plain, "contiguous"),
+                    (&rev, "reversed rows"),
+                    (&window, "offset window"),
+                    (&bcast, "broadcast row"),
+                ];
+                for (b, what) in cases {
+                    for t in [1, 2] {
+                        let ctx = format!("{kern:?} {dt} {m}x{k}x{n} {t}t B {what}");
+                        on_threads(t, || with_kernel(kern, || check(&a, b, &ctx)).unwrap());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -124,7 +124,7 @@ pub(crate) fn select() -> Option<Gemm<f32, u32>> {
 /// `C[mr x nr] (=|+=) A * B` over `t.kc` pair steps: 12 rows by two 16-lane f32 vectors.
 ///
 /// # Safety
-/// See [`super::kernels::MicroKernel`] (`t.a` holds `kc * 12` pairs, `t.b` `kc * 32`); the CPU
+/// See [`super::kernels::MicroKernel`] (`t.a` holds `kc * 12` pairs, `t.b + s * t.bs` 32 pairs per step `s`); the CPU
 /// must have AVX512F and AVX512_BF16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
@@ -139,10 +139,10 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
         _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(NR * 4 - 1));
     }
     for s in 0..t.kc {
-        // SAFETY: step s < kc reads B pairs s*NR..(s+1)*NR and A pairs s*MR..(s+1)*MR, inside
-        // the panels by the caller's contract; __m512bh is 32 bf16, the bits of 16 u32 pairs.
+        // SAFETY: step s < kc reads the NR B pairs at b + s*bs and A pairs s*MR..(s+1)*MR,
+        // valid by the caller's contract; __m512bh is 32 bf16, the bits of 16 u32 pairs.
         unsafe {
-            let bp = t.b.add(s * NR);
+            let bp = t.b.offset(s as isize * t.bs);
             let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.cast()));
             let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(bp.add(16).cast()));
             let ap = t.a.add(s * MR);

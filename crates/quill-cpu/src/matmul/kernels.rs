@@ -6,17 +6,20 @@
 
 use super::gemm::Real;
 
-/// A micro-kernel's operands. `a` holds `kc * MR` packed values, `b` holds `kc * NR` (`P` is
-/// `T`, or a bf16 pair for the bf16 kernel); `c` points at the tile's top-left element of a
-/// row-major matrix with row stride `ldc`, of which the kernel touches `mr` rows and `nr`
-/// columns. `first` overwrites `c`, otherwise it accumulates. A direct kernel (one that reads
-/// A unpacked) instead finds A's element (i, p) at `a + i * ars + p * acs` for `i < mr`.
+/// A micro-kernel's operands. `a` holds `kc * MR` packed values; depth step `p` of B is the
+/// `NR` values at `b + p * bs` (`bs` is `NR` for a packed panel, B's row stride when B is read
+/// in place) (`P` is `T`, or a bf16 pair for the bf16 kernel); `c` points at the tile's
+/// top-left element of a row-major matrix with row stride `ldc`, of which the kernel touches
+/// `mr` rows and `nr` columns. `first` overwrites `c`, otherwise it accumulates. A direct
+/// kernel (one that reads A unpacked) instead finds A's element (i, p) at
+/// `a + i * ars + p * acs` for `i < mr`.
 pub(crate) struct Tile<T, P = T> {
     pub kc: usize,
     pub a: *const P,
     pub ars: isize,
     pub acs: isize,
     pub b: *const P,
+    pub bs: isize,
     pub c: *mut T,
     pub ldc: usize,
     pub first: bool,
@@ -25,7 +28,8 @@ pub(crate) struct Tile<T, P = T> {
 }
 
 /// # Safety
-/// `t.a` / `t.b` are valid for reads of `kc * MR` / `kc * NR` values (for a direct kernel:
+/// `t.a` is valid for reads of `kc * MR` values, `t.b + p * t.bs` of `NR` values for every
+/// `p < kc` (for a direct kernel:
 /// `t.a` is valid for reads at `a + i * ars + p * acs` for every `i < mr`, `p < kc`, and
 /// `1 <= mr`); `t.c` is valid for reads and writes of `mr` rows of `nr` values at stride
 /// `ldc`, with `mr <= MR`, `nr <= NR`; the CPU has the kernel's target features.
@@ -102,10 +106,10 @@ macro_rules! simd_kernel {
             }
             // One depth step: B's vectors times each A value, into the accumulators.
             let step = |acc: &mut [[_; $nv]; $mr], p: usize| {
-                // SAFETY: step p < kc reads B values p*NR..(p+1)*NR and A values
-                // p*MR..(p+1)*MR, inside the panels by the caller's contract.
+                // SAFETY: step p < kc reads the NR B values at b + p*bs and A values
+                // p*MR..(p+1)*MR, valid by the caller's contract.
                 unsafe {
-                    let bp = t.b.add(p * NR);
+                    let bp = t.b.offset(p as isize * t.bs);
                     let mut bv = [$zero(); $nv];
                     for (v, x) in bv.iter_mut().enumerate() {
                         *x = $load(bp.add(v * $lanes));
@@ -242,11 +246,11 @@ simd_kernel!(
 pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize, const DIRECT: bool>(
     t: &Tile<T>,
 ) {
-    // SAFETY: the caller guarantees kc*NR readable B values.
-    let b = unsafe { std::slice::from_raw_parts(t.b, t.kc * NR) };
     let mut acc = [[T::default(); NR]; MR];
     let mut ap = [T::default(); MR];
-    for (p, bp) in b.chunks_exact(NR).enumerate() {
+    for p in 0..t.kc {
+        // SAFETY: the caller guarantees NR readable B values at b + p*bs for p < kc.
+        let bp = unsafe { std::slice::from_raw_parts(t.b.offset(p as isize * t.bs), NR) };
         for (i, x) in ap.iter_mut().enumerate() {
             // SAFETY: packed: p*MR + i < kc*MR values; direct: row min(i, mr - 1) < mr at
             // depth p < kc, both readable by the caller's contract.

@@ -70,6 +70,10 @@ impl<'a, S> Mat<'a, S> {
     fn at(&self, i: usize, j: usize) -> usize {
         (self.off as isize + i as isize * self.rs + j as isize * self.cs) as usize
     }
+    /// Index of element (i, j) in `data`, signed (for bounds checks before any read).
+    pub fn at_signed(&self, i: usize, j: usize) -> isize {
+        self.off as isize + i as isize * self.rs + j as isize * self.cs
+    }
     /// The submatrix whose (0, 0) is element (i, j) of this one (which must exist).
     pub fn shifted(&self, i: usize, j: usize) -> Self {
         Mat {

@@ -2,7 +2,8 @@
 //! row-major A, or columns of a transposed B) written across a panel `w` values wide, so that
 //! depth step `kk` holds run `i`'s value `kk` at `dst[kk * w + i]`. Done one value at a time this
 //! is a strided scatter that costs a third of a 128^3 product; for f32 on x86-64 with AVX it
-//! runs as 4 x 8 register transposes instead.
+//! runs as 4 x 8 register transposes instead. (`crate::transpose` has 8x8 and 16x16 blocks for
+//! `compact`; a panel is only 6 or 12 values wide, too narrow for those, hence groups of 4.)
 
 /// Writes `dst[kk * w + i] = runs[i][kk]` for `i < runs.len()`, `kk < kc`, and returns
 /// whether it did (false: no SIMD path here; the caller copies value by value). Panics if a
