@@ -329,11 +329,10 @@ fn backward_weight_t<T: ConvReal>(
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let len = d.o * g.kk;
-    // The samples `range` summed into `acc` (o, kk), with `col` and `tmp` as scratch.
+    // The samples `range` summed into `acc` (o, kk, zeroed), with `col` as scratch.
     let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
         let mut col = vec![T::default(); if g.direct { 0 } else { g.kk * g.hw }];
-        let mut tmp = vec![T::default(); g.og * g.kk];
-        for (k, n) in range.enumerate() {
+        for n in range {
             let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
             let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
             for gi in 0..d.spec.groups {
@@ -347,14 +346,7 @@ fn backward_weight_t<T: ConvReal>(
                 };
                 let a = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
                 let dst = &mut acc[gi * g.og * g.kk..(gi + 1) * g.og * g.kk];
-                if k == 0 {
-                    gemm.run([g.og, g.kk, g.hw], &a, &b, dst, t);
-                } else {
-                    gemm.run([g.og, g.kk, g.hw], &a, &b, &mut tmp, t);
-                    for (s, &v) in dst.iter_mut().zip(&tmp) {
-                        *s = *s + v;
-                    }
-                }
+                gemm.run_add([g.og, g.kk, g.hw], &a, &b, dst, t);
             }
         }
     };

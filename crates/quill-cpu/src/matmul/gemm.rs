@@ -167,6 +167,8 @@ fn with_scratch<T: bytemuck::Pod, R>(
 struct Out<T> {
     ptr: *mut T,
     ldc: usize,
+    /// Add the product to what C holds instead of overwriting it.
+    add: bool,
 }
 
 // SAFETY: an `Out` points into a slice that `Gemm::run` borrows mutably for as long as any copy
@@ -187,23 +189,51 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// thread count and split, so results are deterministic.
     pub(crate) fn run<SA: Pack<P>, SB: Pack<P>>(
         &self,
+        mnk: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        threads: usize,
+    ) {
+        self.run_into(mnk, a, b, c, threads, false)
+    }
+
+    /// `c += a @ b`, otherwise as [`Gemm::run`] (a sum of products, such as a weight
+    /// gradient over samples, then needs no scratch product and no separate add).
+    pub(crate) fn run_add<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        mnk: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        threads: usize,
+    ) {
+        self.run_into(mnk, a, b, c, threads, true)
+    }
+
+    fn run_into<SA: Pack<P>, SB: Pack<P>>(
+        &self,
         [m, n, k]: [usize; 3],
         a: &Mat<SA>,
         b: &Mat<SB>,
         c: &mut [T],
         threads: usize,
+        add: bool,
     ) {
         assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
         if m == 0 || n == 0 {
             return;
         }
         if k == 0 {
-            c.fill(T::default());
+            if !add {
+                c.fill(T::default());
+            }
             return;
         }
         let out = Out {
             ptr: c.as_mut_ptr(),
             ldc: n,
+            add,
         };
         if threads <= 1 && m * n * k <= DIRECT_WORK && k <= self.kc && n <= self.nc {
             if let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) {
@@ -227,7 +257,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     let w = per.min(n - j0);
                     let o = Out {
                         ptr: out.at(0, j0),
-                        ldc: n,
+                        ..out
                     };
                     self.nest([m, w, k], a, &b.shifted(0, j0), o, 1);
                 }
@@ -278,7 +308,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         bs: nr as isize,
                         c: out.at(ir, jr),
                         ldc: out.ldc,
-                        first: true,
+                        first: !out.add,
                         mr: mr.min(m - ir),
                         nr: nr.min(n - jr),
                     };
@@ -440,7 +470,7 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                     bs,
                     c: self.out.at(ic + ir, self.jc + jr),
                     ldc: self.out.ldc,
-                    first: self.pc == 0,
+                    first: self.pc == 0 && !self.out.add,
                     mr: g.mr.min(mc - ir),
                     nr: g.nr.min(self.nc - jr),
                 };
@@ -518,7 +548,8 @@ mod tests {
 
     /// The smallest blocks (KC 32, MC = MR, NC = NR) make every loop of the nest run many
     /// times on a small product: depth accumulation, row and column blocks, edge tiles, and
-    /// the column split, against a naive f64 product.
+    /// the column split, each overwriting C and (`run_add`) adding to it, against a naive f64
+    /// product; k = 0 too.
     #[test]
     fn tiny_blocks_every_loop() {
         let tiny = CacheSizes {
@@ -532,7 +563,13 @@ mod tests {
                 direct: g.direct,
                 ..Gemm::for_caches(g.kernel, g.mr, g.nr, 1, tiny)
             };
-            for (m, k, n) in [(1, 1, 1), (50, 100, 70), (3, 65, 129), (37, 33, 31)] {
+            for (m, k, n) in [
+                (1, 1, 1),
+                (50, 100, 70),
+                (3, 65, 129),
+                (37, 33, 31),
+                (4, 0, 5),
+            ] {
                 let (a, b) = (values(1, m * k), values(2, k * n));
                 let want: Vec<f64> = (0..m * n)
                     .map(|e| {
@@ -562,6 +599,26 @@ mod tests {
                         assert!(
                             (*x as f64 - w).abs() <= tol,
                             "{kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
+                        );
+                    }
+                    // `run_add` onto what C holds, on the same paths.
+                    let c0 = values(3, m * n);
+                    let mut c = c0.clone();
+                    pool.install(|| {
+                        g.run_add(
+                            [m, n, k],
+                            &Mat::new(&a, 0, k as isize, 1),
+                            &Mat::new(&b, 0, n as isize, 1),
+                            &mut c,
+                            threads,
+                        )
+                    });
+                    for (e, ((x, w), x0)) in c.iter().zip(&want).zip(&c0).enumerate() {
+                        let tol = 2.0 * (k as f64 + 2.0) * f32::EPSILON as f64;
+                        let w = w + *x0 as f64;
+                        assert!(
+                            (*x as f64 - w).abs() <= tol,
+                            "add {kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
                         );
                     }
                 }
