@@ -6,7 +6,8 @@
 //! and the B block (KC x NC) in L3. When m is too small to give every thread row blocks, or the
 //! product is at most about 512^3, the threads take column stripes instead (one meeting per
 //! product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
-//! reads A through its strides.
+//! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
+//! place instead of packing it.
 
 use super::active_kernel;
 use super::cache::CacheSizes;

@@ -1,6 +1,7 @@
 //! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
 //! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
-//! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs`, SIMD micro-kernels
+//! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs` (SIMD transposes in
+//! `transpose_pack.rs`), SIMD micro-kernels
 //! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`, A read in
 //! place for products up to about 64^3, threads met through `par.rs`); bf16 runs
 //! `vdpbf16ps` on bf16 pairs where the CPU has AVX512_BF16 (`bf16.rs`), otherwise f16 and bf16
