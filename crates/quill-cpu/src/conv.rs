@@ -346,7 +346,7 @@ fn backward_weight_t<T: ConvReal>(
                 };
                 let a = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
                 let dst = &mut acc[gi * g.og * g.kk..(gi + 1) * g.og * g.kk];
-                gemm.run_add([g.og, g.kk, g.hw], &a, &b, dst, t);
+                gemm.run_into([g.og, g.kk, g.hw], &a, &b, dst, t, true);
             }
         }
     };

@@ -199,20 +199,10 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         self.run_into(mnk, a, b, c, threads, false)
     }
 
-    /// `c += a @ b`, otherwise as [`Gemm::run`] (a sum of products, such as a weight
-    /// gradient over samples, then needs no scratch product and no separate add).
-    pub(crate) fn run_add<SA: Pack<P>, SB: Pack<P>>(
-        &self,
-        mnk: [usize; 3],
-        a: &Mat<SA>,
-        b: &Mat<SB>,
-        c: &mut [T],
-        threads: usize,
-    ) {
-        self.run_into(mnk, a, b, c, threads, true)
-    }
-
-    fn run_into<SA: Pack<P>, SB: Pack<P>>(
+    /// As [`Gemm::run`], but with `add` the product is added to what `c` holds (a sum of
+    /// products, such as a weight gradient over samples, then needs no scratch product and no
+    /// separate add).
+    pub(crate) fn run_into<SA: Pack<P>, SB: Pack<P>>(
         &self,
         [m, n, k]: [usize; 3],
         a: &Mat<SA>,
@@ -283,7 +273,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         debug_assert!(SA::DEPTH == 1 && k <= self.kc && n <= self.nc && m > 0);
         // An element's index is linear in (i, p), so if the four corners of the m x k box lie
         // in the buffer, every element does (a layout that passed its checks always does).
-        let at = |i: usize, p: usize| a.off as isize + i as isize * a.rs + p as isize * a.cs;
+        let at = |i: usize, p: usize| a.at_signed(i, p);
         assert!(
             [at(0, 0), at(m - 1, 0), at(0, k - 1), at(m - 1, k - 1)]
                 .iter()
@@ -549,7 +539,7 @@ mod tests {
 
     /// The smallest blocks (KC 32, MC = MR, NC = NR) make every loop of the nest run many
     /// times on a small product: depth accumulation, row and column blocks, edge tiles, and
-    /// the column split, each overwriting C and (`run_add`) adding to it, against a naive f64
+    /// the column split, each overwriting C and (`run_into` with `add`) adding to it, against a naive f64
     /// product; k = 0 too.
     #[test]
     fn tiny_blocks_every_loop() {
@@ -602,16 +592,17 @@ mod tests {
                             "{kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
                         );
                     }
-                    // `run_add` onto what C holds, on the same paths.
+                    // Adding onto what C holds, on the same paths.
                     let c0 = values(3, m * n);
                     let mut c = c0.clone();
                     pool.install(|| {
-                        g.run_add(
+                        g.run_into(
                             [m, n, k],
                             &Mat::new(&a, 0, k as isize, 1),
                             &Mat::new(&b, 0, n as isize, 1),
                             &mut c,
                             threads,
+                            true,
                         )
                     });
                     for (e, ((x, w), x0)) in c.iter().zip(&want).zip(&c0).enumerate() {

@@ -68,9 +68,10 @@ impl<'a, S> Mat<'a, S> {
     /// Index of element (i, j) in `data`.
     #[inline(always)]
     fn at(&self, i: usize, j: usize) -> usize {
-        (self.off as isize + i as isize * self.rs + j as isize * self.cs) as usize
+        self.at_signed(i, j) as usize
     }
     /// Index of element (i, j) in `data`, signed (for bounds checks before any read).
+    #[inline(always)]
     pub fn at_signed(&self, i: usize, j: usize) -> isize {
         self.off as isize + i as isize * self.rs + j as isize * self.cs
     }
