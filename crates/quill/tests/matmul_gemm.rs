@@ -207,8 +207,9 @@ fn non_contiguous_operands() {
     }
 }
 
-/// bf16 on every kernel (the AVX-512 one uses `vdpbf16ps` where the CPU has AVX512_BF16):
-/// odd depths (a pair padded with zero), edge tiles, several depth blocks, batches.
+/// bf16 on every kernel (the AVX-512 one uses `vdpbf16ps` where the CPU has AVX512_BF16, the
+/// AMX one tiles of 32 x 32 over groups of 32 depth values): odd depths (a pair padded with
+/// zero), depths around whole groups, edge tiles, several depth blocks, batches.
 #[test]
 fn bf16_against_f64_reference() {
     let mut rng = Prng::new(15);
@@ -221,6 +222,10 @@ fn bf16_against_f64_reference() {
             (7, 1001, 9),
             (130, 257, 70),
             (64, 64, 64),
+            (32, 32, 32),
+            (33, 31, 31),
+            (64, 800, 96),
+            (96, 769, 64),
         ] {
             let a = rand(&mut rng, &[m, k], DType::BF16);
             let b = rand(&mut rng, &[k, n], DType::BF16);
@@ -242,6 +247,32 @@ fn bf16_against_f64_reference() {
                 f64s(&want),
                 "{kern:?} batch {i}"
             );
+        }
+    }
+}
+
+/// An infinity or NaN in A reaches exactly the outputs whose sums include it: zero padding
+/// (rows, columns and depth past the matrix) must not turn into 0 * inf = NaN elsewhere.
+#[test]
+fn bf16_non_finite_stays_in_its_row() {
+    let mut rng = Prng::new(16);
+    for kern in kernels() {
+        for (m, k, n) in [(40, 33, 35), (5, 3, 7), (64, 800, 64)] {
+            let mut a = f64s(&rand(&mut rng, &[m, k], DType::BF16));
+            let b = rand(&mut rng, &[k, n], DType::BF16);
+            a[k + 2] = f64::INFINITY; // row 1
+            a[3 * k] = f64::NAN; // row 3
+            let a = NDArray::from_vec(a, &[m, k]).unwrap().astype(DType::BF16);
+            let c = f64s(&with_kernel(kern, || a.matmul(&b).unwrap()).unwrap());
+            for (e, x) in c.iter().enumerate() {
+                let i = e / n;
+                let ok = match i {
+                    1 => !x.is_finite(),
+                    3 => x.is_nan(),
+                    _ => x.is_finite(),
+                };
+                assert!(ok, "{kern:?} {m}x{k}x{n}: element ({i}, {}) = {x}", e % n);
+            }
         }
     }
 }

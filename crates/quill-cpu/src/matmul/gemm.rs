@@ -62,7 +62,9 @@ impl<T, P> Gemm<T, P> {
         c: CacheSizes,
     ) -> Self {
         let sz = size_of::<P>();
-        let steps = (c.l1d / 2 / (nr * sz) / 8 * 8).clamp(32, 512);
+        // A multiple of 16 steps: AMX tiles take 16 pairs at a time, so only a product's last
+        // depth block is padded.
+        let steps = (c.l1d / 2 / (nr * sz) / 16 * 16).clamp(32, 512);
         let mc = (c.l2 / 2 / (steps * sz) / mr * mr).clamp(mr, 1024 / mr * mr);
         let nc = (c.l3 / 4 / (steps * sz) / nr * nr).clamp(nr, 4096);
         Gemm {
@@ -95,7 +97,7 @@ impl<T, P> Gemm<T, P> {
 pub(crate) fn select_f32() -> Gemm<f32> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::derived(kernels::avx512_f32::<false>, 12, 32, 1)
+        Kernel::Avx512 | Kernel::Amx => Gemm::derived(kernels::avx512_f32::<false>, 12, 32, 1)
             .with_direct(kernels::avx512_f32::<true>),
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false>, 6, 16, 1)
@@ -109,7 +111,7 @@ pub(crate) fn select_f32() -> Gemm<f32> {
 pub(crate) fn select_f64() -> Gemm<f64> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => Gemm::derived(kernels::avx512_f64::<false>, 12, 16, 1)
+        Kernel::Avx512 | Kernel::Amx => Gemm::derived(kernels::avx512_f64::<false>, 12, 16, 1)
             .with_direct(kernels::avx512_f64::<true>),
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false>, 6, 8, 1)
@@ -144,7 +146,7 @@ const KEEP_BYTES: usize = 16 << 20;
 /// Runs `f` on a 64-byte aligned scratch slice of `len` values, reusing this thread's buffer.
 /// The buffer is taken out of its cell while in use, so a nested call (rayon may run another
 /// task here while this one waits) gets a fresh one instead of aliasing it.
-fn with_scratch<T: bytemuck::Pod, R>(
+pub(crate) fn with_scratch<T: bytemuck::Pod, R>(
     key: &'static LocalKey<Cell<Vec<f64>>>,
     len: usize,
     f: impl FnOnce(&mut [T]) -> R,
@@ -355,7 +357,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             blocks = blocks.next_multiple_of(threads);
         }
         let mc = m.div_ceil(blocks).next_multiple_of(mr);
-        let steps = |kc: usize| kc.div_ceil(SA::DEPTH);
+        let steps = SA::steps;
         let in_place = self.b_in_place(m, [k, n], b);
         let (kc_max, nc_max) = (self.kc.min(k), self.nc.min(n).next_multiple_of(nr));
         let nc_max = if in_place.is_some() { nr } else { nc_max };
@@ -426,7 +428,7 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
     /// block of B.
     fn rows(&self, apack: &mut [P], ic: usize, mc: usize) {
         let (g, kc) = (self.g, self.kc);
-        let steps = kc.div_ceil(SA::DEPTH);
+        let steps = SA::steps(kc);
         for (p, dst) in apack
             .chunks_mut(g.mr * steps)
             .take(mc.div_ceil(g.mr))

@@ -38,6 +38,8 @@ pub(crate) type MicroKernel<T, P = T> = unsafe fn(&Tile<T, P>);
 /// Which micro-kernel family runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
+    /// AMX tiles for bf16 (32x32 micro-tile, `amx.rs`); f32 and f64 run the AVX-512 kernels.
+    Amx,
     /// AVX-512F: f32 12x32, f64 12x16 tiles.
     Avx512,
     /// AVX2 + FMA: f32 6x16, f64 6x8 tiles.
@@ -47,10 +49,11 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 3] = [Kernel::Avx512, Kernel::Avx2, Kernel::Generic];
+    pub const ALL: [Kernel; 4] = [Kernel::Amx, Kernel::Avx512, Kernel::Avx2, Kernel::Generic];
 
     pub fn is_available(self) -> bool {
         match self {
+            Kernel::Amx => super::amx::available(),
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx512 => is_x86_feature_detected!("avx512f"),
             #[cfg(target_arch = "x86_64")]
@@ -71,6 +74,7 @@ impl Kernel {
 
     pub fn parse(s: &str) -> Option<Kernel> {
         match s.to_ascii_lowercase().as_str() {
+            "amx" => Some(Kernel::Amx),
             "avx512" => Some(Kernel::Avx512),
             "avx2" => Some(Kernel::Avx2),
             "generic" => Some(Kernel::Generic),

@@ -9,6 +9,7 @@
 //! and bool run a plain loop (`int.rs`). Shape logic (1-D operands, broadcasting the batch dims)
 //! belongs to the caller; this module takes the broadcast layouts.
 
+mod amx;
 mod bf16;
 mod cache;
 mod gemm;
@@ -46,7 +47,7 @@ thread_local! {
     static OVERRIDE: Cell<Option<Kernel>> = const { Cell::new(None) };
 }
 
-/// The kernel named by `QUILL_MATMUL_KERNEL` (avx512, avx2, generic) when it is available here,
+/// The kernel named by `QUILL_MATMUL_KERNEL` (amx, avx512, avx2, generic) when it is available here,
 /// otherwise the fastest one this CPU supports. Read once.
 fn default_kernel() -> Kernel {
     static K: OnceLock<Kernel> = OnceLock::new();
@@ -138,9 +139,10 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
         (S::F16(x), S::F16(y), S::F16(o)) => {
             half_float(&d, x, a_l, y, b_l, o, f16::from_f32, gemm::select_f32())
         }
-        (S::BF16(x), S::BF16(y), S::BF16(o)) => match bf16::select() {
-            Some(g) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
-            None => half_float(&d, x, a_l, y, b_l, o, to_bf16, gemm::select_f32()),
+        (S::BF16(x), S::BF16(y), S::BF16(o)) => match (amx::select(), bf16::select()) {
+            (Some(g), _) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
+            (None, Some(g)) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
+            (None, None) => half_float(&d, x, a_l, y, b_l, o, to_bf16, gemm::select_f32()),
         },
         (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::I64(x), S::I64(y), S::I64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
@@ -272,8 +274,14 @@ fn to_bf16(x: f32) -> half::bf16 {
     half::bf16::from_bits(if x.is_nan() { nan } else { rounded } as u16)
 }
 
+thread_local! {
+    /// The f32 product of an f16 / bf16 matmul before it is rounded, kept for the thread's next
+    /// call (a fresh zeroed buffer per call cost a tenth of a 512^3 AMX product).
+    static WIDE: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
 /// f16 / bf16: accumulate the whole product in f32 (widened while packing, or bf16 pairs fed
-/// to `vdpbf16ps`), round once.
+/// to `vdpbf16ps` or AMX tiles), round once.
 #[allow(clippy::too_many_arguments)]
 fn half_float<H: Pack<P>, P: bytemuck::Pod + Send + Sync>(
     d: &Dims,
@@ -285,11 +293,18 @@ fn half_float<H: Pack<P>, P: bytemuck::Pod + Send + Sync>(
     round: impl Fn(f32) -> H,
     g: Gemm<f32, P>,
 ) {
-    let mut wide = vec![0f32; out.len()];
-    float(d, a, a_l, b, b_l, &mut wide, g);
-    for (o, w) in out.iter_mut().zip(&wide) {
-        *o = round(*w);
-    }
+    // `float` overwrites every element of `wide`, so the reused buffer needs no clearing.
+    gemm::with_scratch(&WIDE, out.len(), |wide: &mut [f32]| {
+        float(d, a, a_l, b, b_l, wide, g);
+        crate::simd::with_best_simd(
+            #[inline(always)]
+            || {
+                for (o, w) in out.iter_mut().zip(wide.iter()) {
+                    *o = round(*w);
+                }
+            },
+        )
+    })
 }
 
 #[cfg(test)]

@@ -96,9 +96,14 @@ impl<S: Copy> Mat<'_, S> {
 
 /// A source element type that packs into panels of `P` for one micro-kernel family. `DEPTH`
 /// depth values share one packed `P` (1 for f32 / f64; 2 for bf16 pairs), so a panel of
-/// depth `kc` holds `kc.div_ceil(DEPTH)` steps of `mr` (A) or `nr` (B) values.
+/// depth `kc` holds `steps(kc)` steps of `mr` (A) or `nr` (B) values.
 pub(crate) trait Pack<P>: Copy + Send + Sync {
     const DEPTH: usize;
+    /// Packed steps of a panel of depth `kc`: `kc.div_ceil(DEPTH)`, or more where a kernel
+    /// consumes whole groups of steps (AMX tiles take 16 pairs), the extra steps zero.
+    fn steps(kc: usize) -> usize {
+        kc.div_ceil(Self::DEPTH)
+    }
     /// `data` as packed values when they need no conversion (f32 and f64), so that a direct
     /// kernel can read A in place.
     fn direct(_data: &[Self]) -> Option<&[P]> {
