@@ -34,8 +34,13 @@ fn rand(rng: &mut Prng, shape: &[usize], dt: DType) -> NDArray {
 /// of the inputs to f16 / bf16 is part of the reference): f32 accumulation error grows with k,
 /// and a half-precision output is rounded once more.
 fn check(a: &NDArray, b: &NDArray, ctx: &str) {
-    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
     let got = a.matmul(b).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    check_against(a, b, &got, ctx);
+}
+
+/// Checks `got` as the product `a @ b`, as [`check`] does.
+fn check_against(a: &NDArray, b: &NDArray, got: &NDArray, ctx: &str) {
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
     assert_eq!(got.shape(), &[m, n], "{ctx}");
     let want = naive(&f64s(a), &f64s(b), m, k, n);
     let (acc_eps, out_eps) = match a.dtype() {
@@ -247,6 +252,32 @@ fn bf16_against_f64_reference() {
                 f64s(&want),
                 "{kern:?} batch {i}"
             );
+        }
+    }
+}
+
+/// Batches of bf16 products on two threads: spread across the batch (each product whole on
+/// one thread, its rounded output beside its f32 block), and folded into one tall product
+/// when B is shared (a broadcast batch dim); each checked against the f64 reference.
+#[test]
+fn bf16_batches_on_threads() {
+    let mut rng = Prng::new(17);
+    for kern in kernels() {
+        let a = rand(&mut rng, &[8, 70, 130], DType::BF16);
+        let b = rand(&mut rng, &[8, 130, 66], DType::BF16);
+        let shared = rand(&mut rng, &[1, 130, 66], DType::BF16);
+        let shared = shared.broadcast_to(&[8, 130, 66]).unwrap();
+        for (b, what) in [(&b, "per-product B"), (&shared, "shared B")] {
+            let c = on_threads(2, || with_kernel(kern, || a.matmul(b).unwrap())).unwrap();
+            for i in 0..8 {
+                let (x, y) = (
+                    a.slice(&s![i, .., ..]).unwrap(),
+                    b.slice(&s![i, .., ..]).unwrap(),
+                );
+                let ci = c.slice(&s![i, .., ..]).unwrap();
+                let ctx = format!("{kern:?} {what} product {i}");
+                check_against(&x, &y, &ci, &ctx);
+            }
         }
     }
 }

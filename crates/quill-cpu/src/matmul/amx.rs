@@ -105,6 +105,31 @@ impl Pack<TilePair> for bf16 {
         <bf16 as Pack<u32>>::pack_b(pairs, b, p0, kc, j0, cols, nr);
         pad.fill(0);
     }
+
+    fn pack_b_block(
+        dst: &mut [TilePair],
+        b: &Mat<bf16>,
+        p0: usize,
+        kc: usize,
+        j0: usize,
+        cols: usize,
+        nr: usize,
+    ) {
+        let panel_len = <bf16 as Pack<TilePair>>::steps(kc) * nr;
+        if b.cs == 1 {
+            let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
+            super::bf16::pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], panel_len);
+            return;
+        }
+        for (q, d) in dst
+            .chunks_mut(panel_len)
+            .take(cols.div_ceil(nr))
+            .enumerate()
+        {
+            let j = q * nr;
+            <bf16 as Pack<TilePair>>::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
+        }
+    }
 }
 
 /// Whether this CPU has AMX-TILE, AMX-BF16 and AVX-512F, and Linux granted this process the
@@ -151,7 +176,7 @@ fn request() -> bool {
 pub(crate) fn select() -> Option<Gemm<f32, TilePair>> {
     #[cfg(target_arch = "x86_64")]
     if super::active_kernel() == Kernel::Amx {
-        return Some(Gemm::derived(amx_bf16, MR, NR, 2));
+        return Some(Gemm::derived(amx_bf16, MR, NR, 2).with_narrow());
     }
     None
 }
@@ -182,38 +207,82 @@ static CONFIG: Config = {
 #[cfg(target_arch = "x86_64")]
 pub(crate) unsafe fn amx_bf16(t: &Tile<f32, TilePair>) {
     let bs = t.bs * 4;
-    if t.mr == MR && t.nr == NR {
-        let ldc = t.ldc as isize * 4;
+    let full = t.mr == MR && t.nr == NR;
+    let ldc = t.ldc as isize * 4;
+    if full && t.narrow.is_null() {
         let init = if t.first { std::ptr::null() } else { t.c };
         // SAFETY: a full tile: the caller lets us read and write 32 rows of 32 f32 at stride
         // ldc from t.c; the operands are as this function's contract states.
         unsafe { tiles(t.a, t.b, bs, t.kc / GROUP, init, ldc, t.c, ldc) };
         return;
     }
-    // An edge tile: the product of the zero-padded panels into a local tile, then only the
-    // mr x nr part of C.
-    let mut tile = [0f32; MR * NR];
+    // An edge tile or a narrowed one: the product into a local tile (a full tile starts
+    // from C's sums so far), then only the mr x nr part goes out.
+    // Uninitialised: `tiles` stores all 32 x 32 values (zeroing it cost 6 % of a product).
+    let mut tile = std::mem::MaybeUninit::<[f32; MR * NR]>::uninit();
+    let init = if full && !t.first {
+        t.c.cast_const()
+    } else {
+        std::ptr::null()
+    };
     let row = (NR * 4) as isize;
-    // SAFETY: `tile` holds 32 rows of 32 f32 at stride NR; operands as above.
-    unsafe {
+    // SAFETY: `tile` holds 32 rows of 32 f32 at stride NR, all of which `tiles` stores, so
+    // it is initialised after; `init`, when set, is a full tile the caller lets us read;
+    // operands as above.
+    let tile = unsafe {
         tiles(
             t.a,
             t.b,
             bs,
             t.kc / GROUP,
-            std::ptr::null(),
-            0,
-            tile.as_mut_ptr(),
+            init,
+            ldc,
+            tile.as_mut_ptr().cast(),
             row,
-        )
+        );
+        tile.assume_init()
     };
-    for i in 0..t.mr {
-        for j in 0..t.nr {
-            // SAFETY: i < mr and j < nr, inside the caller's block.
-            unsafe {
-                let p = t.c.add(i * t.ldc + j);
-                let y = tile[i * NR + j];
-                *p = if t.first { y } else { *p + y };
+    let add_c = !full && !t.first;
+    if t.narrow.is_null() {
+        for i in 0..t.mr {
+            for j in 0..t.nr {
+                // SAFETY: i < mr and j < nr, inside the caller's block.
+                unsafe {
+                    let p = t.c.add(i * t.ldc + j);
+                    let y = tile[i * NR + j];
+                    *p = if add_c { *p + y } else { y };
+                }
+            }
+        }
+    } else {
+        // SAFETY: every CPU with AMX has AVX-512F and BW; `narrow` and `c` are as the
+        // contract states.
+        unsafe { narrow_rows(&tile, t, add_c) };
+    }
+}
+
+/// Rounds the tile's `mr x nr` sums (plus C's, with `add_c`) to bf16 into `t.narrow`, 32
+/// values a row through AVX-512 (`to_bf16` vectorises; the same rounding as the wide path).
+///
+/// # Safety
+/// `t.narrow` (and `t.c` with `add_c`) is valid for `mr` rows of `nr` values at stride `ldc`,
+/// written (read) by no one else now; the CPU has AVX-512F and AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn narrow_rows(tile: &[f32; MR * NR], t: &Tile<f32, TilePair>, add_c: bool) {
+    for (i, sums) in tile.chunks_exact(NR).take(t.mr).enumerate() {
+        let sums = &sums[..t.nr];
+        // SAFETY: row i < mr of the caller's block, nr values, by the contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(t.narrow.add(i * t.ldc), t.nr) };
+        if add_c {
+            // SAFETY: as above, for C.
+            let c = unsafe { std::slice::from_raw_parts(t.c.add(i * t.ldc), t.nr) };
+            for ((o, &x), &y) in out.iter_mut().zip(sums).zip(c) {
+                *o = super::to_bf16(x + y).to_bits();
+            }
+        } else {
+            for (o, &x) in out.iter_mut().zip(sums) {
+                *o = super::to_bf16(x).to_bits();
             }
         }
     }
@@ -263,6 +332,17 @@ unsafe fn tiles(
     debug_assert!(groups >= 1);
     // SAFETY: this function's contract includes `configure`'s.
     unsafe { configure() };
+    if !init.is_null() {
+        // C's rows are often 4 KiB apart (one L1 set) and were evicted since the last depth
+        // block stored them: fetch them now, while the products run (their loads took a
+        // fifth of a 1024^3 product's kernel time).
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for i in 0..MR as isize {
+            let row = init.cast::<i8>().wrapping_offset(i * is);
+            _mm_prefetch::<_MM_HINT_T0>(row);
+            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(64));
+        }
+    }
     // SAFETY: the caller's contract covers every address read or written: the C tiles at
     // init / dst (rows 0..16 at +0 and +64 bytes, rows 16..32 from 16 strides on), A's two
     // tiles of each group (64-byte rows, the second 1024 bytes on, then 2048 to the next
@@ -468,6 +548,7 @@ mod tests {
                     first,
                     mr,
                     nr,
+                    narrow: std::ptr::null_mut(),
                 };
                 // SAFETY: panels of `steps` steps (a multiple of 16) for 32 x 32; C holds 33
                 // rows of `ldc` >= 32 values; AMX was found available above.

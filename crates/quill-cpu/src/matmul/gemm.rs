@@ -40,6 +40,9 @@ pub(crate) struct Gemm<T, P = T> {
     kernel: MicroKernel<T, P>,
     /// The same kernel reading A unpacked, for products too small to repay packing A.
     direct: Option<MicroKernel<T, P>>,
+    /// The kernel can round its last depth block's sums to bf16 and store them itself
+    /// (`Tile::narrow`), so a bf16 product needs no separate pass over an f32 result.
+    narrows: bool,
 }
 
 impl<T, P> Gemm<T, P> {
@@ -75,6 +78,7 @@ impl<T, P> Gemm<T, P> {
             nc,
             kernel,
             direct: None,
+            narrows: false,
         }
     }
 
@@ -84,6 +88,19 @@ impl<T, P> Gemm<T, P> {
             direct: Some(k),
             ..self
         }
+    }
+
+    /// This GEMM, its kernel honouring `Tile::narrow`.
+    pub(crate) fn with_narrow(self) -> Self {
+        Gemm {
+            narrows: true,
+            ..self
+        }
+    }
+
+    /// Whether [`Gemm::run_narrow`] may be called.
+    pub(crate) fn narrows(&self) -> bool {
+        self.narrows
     }
 
     /// `[mr, nr, kc, mc, nc]`, for tests.
@@ -172,6 +189,9 @@ struct Out<T> {
     ldc: usize,
     /// Add the product to what C holds instead of overwriting it.
     add: bool,
+    /// Null, or the bf16 bits of an m x n result at the same `ldc`: the final sums go there
+    /// and C serves only as the accumulator between depth blocks.
+    narrow: *mut u16,
 }
 
 // SAFETY: an `Out` points into a slice that `Gemm::run` borrows mutably for as long as any copy
@@ -180,9 +200,25 @@ unsafe impl<T: Send> Send for Out<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Out<T> {}
 
-impl<T> Out<T> {
+impl<T: Copy> Out<T> {
     fn at(self, i: usize, j: usize) -> *mut T {
         self.ptr.wrapping_add(i * self.ldc + j)
+    }
+    /// The block whose (0, 0) is element (i, j).
+    fn shifted(self, i: usize, j: usize) -> Self {
+        Out {
+            ptr: self.at(i, j),
+            narrow: self.narrow_at(i, j),
+            ..self
+        }
+    }
+    /// Where element (i, j)'s bf16 result goes (null when there is no narrow output).
+    fn narrow_at(self, i: usize, j: usize) -> *mut u16 {
+        if self.narrow.is_null() {
+            self.narrow
+        } else {
+            self.narrow.wrapping_add(i * self.ldc + j)
+        }
     }
 }
 
@@ -201,6 +237,31 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         self.run_into(mnk, a, b, c, threads, false)
     }
 
+    /// `narrow = bf16(a @ b)`, rounded by the kernel as each tile finishes (the caller
+    /// checked [`Gemm::narrows`]); `c` (m x n, contents ignored) holds the f32 sums between
+    /// depth blocks.
+    pub(crate) fn run_narrow<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        mnk: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        narrow: &mut [u16],
+        threads: usize,
+    ) {
+        assert!(self.narrows, "gemm: this kernel cannot narrow its output");
+        assert_eq!(
+            narrow.len(),
+            c.len(),
+            "gemm: narrow output does not match m x n"
+        );
+        if mnk[2] == 0 {
+            narrow.fill(0);
+            return;
+        }
+        self.run_out(mnk, a, b, c, threads, false, narrow.as_mut_ptr())
+    }
+
     /// As [`Gemm::run`], but with `add` the product is added to what `c` holds (a sum of
     /// products, such as a weight gradient over samples, then needs no scratch product and no
     /// separate add).
@@ -212,6 +273,22 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         c: &mut [T],
         threads: usize,
         add: bool,
+    ) {
+        self.run_out([m, n, k], a, b, c, threads, add, std::ptr::null_mut())
+    }
+
+    /// `run_into`, with an optional narrow output (`run_narrow` checked it has `c.len()`
+    /// elements and that k > 0).
+    #[allow(clippy::too_many_arguments)]
+    fn run_out<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        threads: usize,
+        add: bool,
+        narrow: *mut u16,
     ) {
         assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
         if m == 0 || n == 0 {
@@ -227,6 +304,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             ptr: c.as_mut_ptr(),
             ldc: n,
             add,
+            narrow,
         };
         if threads <= 1 && m * n * k <= DIRECT_WORK && k <= self.kc && n <= self.nc {
             if let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) {
@@ -248,11 +326,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                 let j0 = s * per;
                 if j0 < n {
                     let w = per.min(n - j0);
-                    let o = Out {
-                        ptr: out.at(0, j0),
-                        ..out
-                    };
-                    self.nest([m, w, k], a, &b.shifted(0, j0), o, 1);
+                    self.nest([m, w, k], a, &b.shifted(0, j0), out.shifted(0, j0), 1);
                 }
             });
         } else {
@@ -304,6 +378,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         first: !out.add,
                         mr: mr.min(m - ir),
                         nr: nr.min(n - jr),
+                        narrow: out.narrow_at(ir, jr),
                     };
                     // SAFETY: `panel` holds k*NR packed values of B. A's elements (ir + i, p)
                     // for i < mr, p < k lie in `ad` (the corners checked above) and `arow`,
@@ -377,7 +452,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     if threads > 1 && kc * nc >= 1 << 15 && direct == 0 {
                         bp.par_chunks_mut(panel_len).enumerate().for_each(panel);
                     } else {
-                        bp.chunks_mut(panel_len).enumerate().for_each(panel);
+                        SB::pack_b_block(bp, b, pc, kc, jc + direct, nc - direct, nr);
                     }
                     let blk = Block {
                         g: self,
@@ -390,6 +465,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         nc,
                         pc,
                         kc,
+                        last: pc + kc == k,
                     };
                     let rows = |i: usize| {
                         let ic = i * mc;
@@ -421,6 +497,8 @@ struct Block<'a, T, P, SA> {
     nc: usize,
     pc: usize,
     kc: usize,
+    /// This is the product's last depth block: the narrow output (if any) is written.
+    last: bool,
 }
 
 impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
@@ -466,6 +544,11 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                     first: self.pc == 0 && !self.out.add,
                     mr: g.mr.min(mc - ir),
                     nr: g.nr.min(self.nc - jr),
+                    narrow: if self.last {
+                        self.out.narrow_at(ic + ir, self.jc + jr)
+                    } else {
+                        std::ptr::null_mut()
+                    },
                 };
                 // SAFETY: `ap` is a slice of exactly steps*MR packed values. `bp` is either a
                 // slice of steps*NR packed values (bs = NR), or B read in place: step p's NR

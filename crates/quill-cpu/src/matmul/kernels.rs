@@ -25,6 +25,9 @@ pub(crate) struct Tile<T, P = T> {
     pub first: bool,
     pub mr: usize,
     pub nr: usize,
+    /// Null, or (only for a kernel whose `Gemm` says it narrows, on a product's last depth
+    /// block) where the tile's final sums go as bf16 bits, at the same `ldc`, instead of `c`.
+    pub narrow: *mut u16,
 }
 
 /// # Safety

@@ -140,6 +140,21 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
             half_float(&d, x, a_l, y, b_l, o, f16::from_f32, gemm::select_f32())
         }
         (S::BF16(x), S::BF16(y), S::BF16(o)) => match (amx::select(), bf16::select()) {
+            (Some(g), _) if g.narrows() => {
+                // The kernel rounds each finished tile itself: no pass over an f32 result.
+                gemm::with_scratch(&WIDE, o.len(), |wide: &mut [f32]| {
+                    float_out(
+                        &d,
+                        x,
+                        a_l,
+                        y,
+                        b_l,
+                        wide,
+                        Some(bytemuck::cast_slice_mut(o)),
+                        g,
+                    )
+                })
+            }
             (Some(g), _) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
             (None, Some(g)) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
             (None, None) => half_float(&d, x, a_l, y, b_l, o, to_bf16, gemm::select_f32()),
@@ -217,23 +232,38 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
     out: &mut [T],
     g: Gemm<T, P>,
 ) {
+    float_out(d, a, a_l, b, b_l, out, None, g)
+}
+
+/// `float`, and with `narrow` (bf16 bits, `out.len()` of them; `g` narrows) the results go
+/// there, rounded by the kernel, while `out` only carries sums between depth blocks.
+#[allow(clippy::too_many_arguments)]
+fn float_out<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
+    d: &Dims,
+    a: &[S],
+    a_l: &Layout,
+    b: &[S],
+    b_l: &Layout,
+    out: &mut [T],
+    narrow: Option<&mut [u16]>,
+    g: Gemm<T, P>,
+) {
     let (m, k, n) = (d.m, d.k, d.n);
     if out.is_empty() {
         return;
     }
+    let run = |mnk, am: &Mat<S>, bm: &Mat<S>, c: &mut [T], nw: Option<&mut [u16]>, t| match nw {
+        Some(nw) => g.run_narrow(mnk, am, bm, c, nw, t),
+        None => g.run(mnk, am, bm, c, t),
+    };
     let threads = rayon::current_num_threads();
     let bt = mats(a_l, b_l);
     if let Some((rows, rs)) = fold_rows(a_l, b_l) {
         let (oa, ob) = bt.offsets[0];
         let am = Mat::new(a, oa, rs, bt.a.1);
         let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
-        g.run(
-            [rows, n, k],
-            &am,
-            &bm,
-            out,
-            threads_for(rows * k * n, threads),
-        );
+        let t = threads_for(rows * k * n, threads);
+        run([rows, n, k], &am, &bm, out, narrow, t);
         return;
     }
     let count = bt.offsets.len();
@@ -245,16 +275,27 @@ fn float<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
     } else {
         threads_for(m * k * n, threads)
     };
-    let one = |(i, c): (usize, &mut [T])| {
+    // Each product's narrow output beside its f32 block (all None without one).
+    let mut narrows: Vec<Option<&mut [u16]>> = match narrow {
+        Some(x) => x.chunks_mut(m * n).map(Some).collect(),
+        None => (0..count).map(|_| None).collect(),
+    };
+    let one = |(i, (c, nw)): (usize, (&mut [T], &mut Option<&mut [u16]>))| {
         let (oa, ob) = bt.offsets[i];
         let am = Mat::new(a, oa, bt.a.0, bt.a.1);
         let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
-        g.run([m, n, k], &am, &bm, c, t);
+        run([m, n, k], &am, &bm, c, nw.take(), t);
     };
     if across_batch {
-        out.par_chunks_mut(m * n).enumerate().for_each(one);
+        out.par_chunks_mut(m * n)
+            .zip(narrows.par_iter_mut())
+            .enumerate()
+            .for_each(one);
     } else {
-        out.chunks_mut(m * n).enumerate().for_each(one);
+        out.chunks_mut(m * n)
+            .zip(narrows.iter_mut())
+            .enumerate()
+            .for_each(one);
     }
 }
 

@@ -131,6 +131,27 @@ pub(crate) trait Pack<P>: Copy + Send + Sync {
         cols: usize,
         nr: usize,
     );
+    /// All the B panels of columns `j0..j0 + cols` (any count), panel `q` at
+    /// `dst[q * steps(kc) * nr..]`: panel by panel, unless a type reads B in a better order.
+    fn pack_b_block(
+        dst: &mut [P],
+        b: &Mat<Self>,
+        p0: usize,
+        kc: usize,
+        j0: usize,
+        cols: usize,
+        nr: usize,
+    ) {
+        let panel_len = nr * Self::steps(kc);
+        for (q, d) in dst
+            .chunks_mut(panel_len)
+            .take(cols.div_ceil(nr))
+            .enumerate()
+        {
+            let j = q * nr;
+            Self::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
+        }
+    }
 }
 
 impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
