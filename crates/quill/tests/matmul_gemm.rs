@@ -49,7 +49,7 @@ fn check_against(a: &NDArray, b: &NDArray, got: &NDArray, ctx: &str) {
         DType::F16 => (f32::EPSILON as f64, 1.0 / 2048.0),
         _ => (f32::EPSILON as f64, 0.0),
     };
-    for (i, (g, w)) in f64s(&got).iter().zip(&want).enumerate() {
+    for (i, (g, w)) in f64s(got).iter().zip(&want).enumerate() {
         let tol = 2.0 * (k as f64 + 1.0) * acc_eps + w.abs() * out_eps;
         assert!(
             (g - w).abs() <= tol,
