@@ -229,7 +229,8 @@ pub(crate) unsafe fn amx_bf16(t: &Tile<f32, TilePair>) {
     // SAFETY: `tile` holds 32 rows of 32 f32 at stride NR, all of which `tiles` stores, so
     // it is initialised after; `init`, when set, is a full tile the caller lets us read;
     // operands as above.
-    let tile = unsafe {
+    // A reference, not a move: copying the 4 KiB out cost 7 % of a 1024x128x384 product.
+    let tile: &[f32; MR * NR] = unsafe {
         tiles(
             t.a,
             t.b,
@@ -240,7 +241,7 @@ pub(crate) unsafe fn amx_bf16(t: &Tile<f32, TilePair>) {
             tile.as_mut_ptr().cast(),
             row,
         );
-        tile.assume_init()
+        tile.assume_init_ref()
     };
     let add_c = !full && !t.first;
     if t.narrow.is_null() {
@@ -257,7 +258,7 @@ pub(crate) unsafe fn amx_bf16(t: &Tile<f32, TilePair>) {
     } else {
         // SAFETY: every CPU with AMX has AVX-512F and BW; `narrow` and `c` are as the
         // contract states.
-        unsafe { narrow_rows(&tile, t, add_c) };
+        unsafe { narrow_rows(tile, t, add_c) };
     }
 }
 
