@@ -133,7 +133,9 @@ impl Pack<TilePair> for bf16 {
 }
 
 /// Whether this CPU has AMX-TILE, AMX-BF16 and AVX-512F, and Linux granted this process the
-/// tile state. Asked once.
+/// tile state. Asked once. Linux refuses (and quill then keeps to `vdpbf16ps`) where the
+/// hypervisor hides the state, or where a thread's signal stack is too small for the larger
+/// signal frame the tiles need.
 pub(crate) fn available() -> bool {
     static READY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *READY.get_or_init(request)

@@ -7,7 +7,8 @@
 //! product is at most about 512^3, the threads take column stripes instead (one meeting per
 //! product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
-//! place instead of packing it.
+//! place instead of packing it. A kernel that narrows (AMX bf16) writes its last depth
+//! block's tiles straight to the bf16 result; C then only carries sums between depth blocks.
 
 use super::active_kernel;
 use super::cache::CacheSizes;
