@@ -213,8 +213,9 @@ fn non_contiguous_operands() {
 }
 
 /// bf16 on every kernel (the AVX-512 one uses `vdpbf16ps` where the CPU has AVX512_BF16, the
-/// AMX one tiles of 32 x 32 over groups of 32 depth values): odd depths (a pair padded with
-/// zero), depths around whole groups, edge tiles, several depth blocks, batches.
+/// AMX one tiles of 32 x 32 over groups of 32 depth values, 2048 depth values a block):
+/// odd depths (a pair padded with zero), depths around whole groups, edge tiles, several
+/// depth blocks, batches.
 #[test]
 fn bf16_against_f64_reference() {
     let mut rng = Prng::new(15);
@@ -231,6 +232,10 @@ fn bf16_against_f64_reference() {
             (33, 31, 31),
             (64, 800, 96),
             (96, 769, 64),
+            // Past AMX's 2048-deep blocks: edge tiles add the first block's sums, full tiles
+            // load them, across two and three blocks.
+            (40, 2085, 45),
+            (64, 4097, 64),
         ] {
             let a = rand(&mut rng, &[m, k], DType::BF16);
             let b = rand(&mut rng, &[k, n], DType::BF16);
@@ -313,7 +318,7 @@ fn bf16_non_finite_stays_in_its_row() {
 #[test]
 fn bf16_accumulates_in_f32() {
     for kern in kernels() {
-        for k in [255, 256, 257, 1000] {
+        for k in [255, 256, 257, 1000, 2049, 4100] {
             let a = NDArray::full(&[3, k], 1.0, DType::BF16).unwrap();
             let b = NDArray::full(&[k, 5], 1.0, DType::BF16).unwrap();
             let c = with_kernel(kern, || a.matmul(&b).unwrap()).unwrap();

@@ -65,10 +65,24 @@ impl<T, P> Gemm<T, P> {
         depth: usize,
         c: CacheSizes,
     ) -> Self {
-        let sz = size_of::<P>();
         // A multiple of 16 steps: AMX tiles take 16 pairs at a time, so only a product's last
         // depth block is padded.
-        let steps = (c.l1d / 2 / (nr * sz) / 16 * 16).clamp(32, 512);
+        let steps = (c.l1d / 2 / (nr * size_of::<P>()) / 16 * 16).clamp(32, 512);
+        Self::for_steps(kernel, mr, nr, depth, steps, c)
+    }
+
+    /// Depth blocks of `steps` packed steps whatever L1 holds (a kernel that streams both
+    /// micro-panels from L2 and loses more to C's trips between depth blocks), the A and B
+    /// blocks sized for them as in [`Gemm::for_caches`].
+    pub(crate) fn for_steps(
+        kernel: MicroKernel<T, P>,
+        mr: usize,
+        nr: usize,
+        depth: usize,
+        steps: usize,
+        c: CacheSizes,
+    ) -> Self {
+        let sz = size_of::<P>();
         let mc = (c.l2 / 2 / (steps * sz) / mr * mr).clamp(mr, 1024 / mr * mr);
         let nc = (c.l3 / 4 / (steps * sz) / nr * nr).clamp(nr, 4096);
         Gemm {
@@ -599,6 +613,14 @@ mod tests {
         // bf16 pairs: the same bytes per step, twice the depth.
         let p = Gemm::<f32, u32>::for_caches(|_| {}, 12, 32, 2, zen4).sizes();
         assert_eq!(p, [12, 32, 384, 672, 4096]);
+        // AMX's deep blocks: 2048 depth values, A blocks of half of a 2 MiB L2.
+        let spr = CacheSizes {
+            l1d: 48 << 10,
+            l2: 2 << 20,
+            l3: 105 << 20,
+        };
+        let p = Gemm::<f32, u32>::for_steps(|_| {}, 32, 32, 2, 1024, spr).sizes();
+        assert_eq!(p, [32, 32, 2048, 256, 4096]);
         // Tiny caches clamp to the smallest workable blocks.
         let tiny = CacheSizes {
             l1d: 1,
