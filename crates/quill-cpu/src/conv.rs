@@ -9,7 +9,9 @@
 //!
 //! Threads split the batch (each GEMM then runs on one thread); a single sample gives its
 //! GEMMs all the threads instead. A 1x1 kernel with stride 1 and no padding needs no column
-//! matrix: the input is already one.
+//! matrix: the input is already one. With unit strides and "same" padding (as many output as
+//! input columns) a row of the column matrix is the image shifted by one constant offset, so
+//! im2col is one copy per row and col2im one add per row, with the padding taps zeroed.
 
 use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
 use crate::storage::read;
@@ -118,6 +120,10 @@ fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T]) {
             for j in 0..d.kw {
                 let (offw, lo, hi) = g.cols(j);
                 let row = rows.next().expect("kk rows of hw");
+                if (sh, sw) == (1, 1) && d.wo == d.w {
+                    shifted_copy(row, xc, d.w, (offh, lo_h, hi_h), (offw, lo, hi));
+                    continue;
+                }
                 for (oh, dst) in row.chunks_exact_mut(d.wo).enumerate() {
                     if oh < lo_h || oh >= hi_h {
                         dst.fill(T::default());
@@ -142,13 +148,66 @@ fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T]) {
     }
 }
 
+/// One row of the column matrix for unit strides and as many output as input columns (a
+/// "same" convolution): output pixel (oh, ow) reads input pixel (oh + offh, ow + offw), a
+/// constant shift in the flat image, so the rows `lo_h..hi_h` that land inside the input are
+/// one copy, after which the columns outside `lo..hi` (which picked up a neighbouring row's
+/// pixels, or lie past the copy) are zeroed. A copy (and two fills) per output row had spent
+/// more time in `memmove` / `memset` calls than in moving a 14-pixel row.
+fn shifted_copy<T: Real>(
+    row: &mut [T],
+    xc: &[T],
+    w: usize,
+    (offh, lo_h, hi_h): (isize, usize, usize),
+    (offw, lo, hi): (isize, usize, usize),
+) {
+    if lo_h >= hi_h || lo >= hi {
+        row.fill(T::default());
+        return;
+    }
+    let (a, b) = (lo_h * w + lo, (hi_h - 1) * w + hi);
+    // (lo_h + offh, lo + offw) is inside the input: `span` picked lo_h and lo so.
+    let src = ((lo_h as isize + offh) * w as isize + lo as isize + offw) as usize;
+    row[a..b].copy_from_slice(&xc[src..src + (b - a)]);
+    row[..lo_h * w].fill(T::default());
+    row[hi_h * w..].fill(T::default());
+    for dst in row[lo_h * w..hi_h * w].chunks_exact_mut(w) {
+        dst[..lo].fill(T::default());
+        dst[hi..].fill(T::default());
+    }
+}
+
+/// The adjoint of [`shifted_copy`]: the column-matrix row's entries whose taps fall in the
+/// padding are zeroed (the row is scratch), then the rows `lo_h..hi_h` are added onto the
+/// input's pixels in one pass along the constant shift.
+fn shifted_add<T: Real>(
+    row: &mut [T],
+    xc: &mut [T],
+    w: usize,
+    (offh, lo_h, hi_h): (isize, usize, usize),
+    (offw, lo, hi): (isize, usize, usize),
+) {
+    if lo_h >= hi_h || lo >= hi {
+        return;
+    }
+    for src in row[lo_h * w..hi_h * w].chunks_exact_mut(w) {
+        src[..lo].fill(T::default());
+        src[hi..].fill(T::default());
+    }
+    let (a, b) = (lo_h * w + lo, (hi_h - 1) * w + hi);
+    let dst = ((lo_h as isize + offh) * w as isize + lo as isize + offw) as usize;
+    for (x, &y) in xc[dst..dst + (b - a)].iter_mut().zip(&row[a..b]) {
+        *x = *x + y;
+    }
+}
+
 /// The adjoint of `im2col`: adds each entry of the column matrix back onto the input pixel
 /// it was read from (taps in the padding are dropped).
-fn col2im<T: Real>(g: &Geom, col: &[T], dx: &mut [T]) {
+fn col2im<T: Real>(g: &Geom, col: &mut [T], dx: &mut [T]) {
     let d = &g.d;
     let (sh, sw) = d.spec.stride;
     let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
-    let mut rows = col.chunks_exact(g.hw);
+    let mut rows = col.chunks_exact_mut(g.hw);
     for c in 0..g.cg {
         let xc = &mut dx[c * g.hw_in..(c + 1) * g.hw_in];
         for i in 0..d.kh {
@@ -156,6 +215,10 @@ fn col2im<T: Real>(g: &Geom, col: &[T], dx: &mut [T]) {
             for j in 0..d.kw {
                 let (offw, lo, hi) = g.cols(j);
                 let row = rows.next().expect("kk rows of hw");
+                if (sh, sw) == (1, 1) && d.wo == d.w {
+                    shifted_add(row, xc, d.w, (offh, lo_h, hi_h), (offw, lo, hi));
+                    continue;
+                }
                 for oh in lo_h..hi_h {
                     let src = &row[oh * d.wo..(oh + 1) * d.wo];
                     let ih = ((oh * sh) as isize + offh) as usize;
