@@ -171,9 +171,17 @@ fn shifted_copy<T: Real>(
     row[a..b].copy_from_slice(&xc[src..src + (b - a)]);
     row[..lo_h * w].fill(T::default());
     row[hi_h * w..].fill(T::default());
-    for dst in row[lo_h * w..hi_h * w].chunks_exact_mut(w) {
-        dst[..lo].fill(T::default());
-        dst[hi..].fill(T::default());
+    zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
+}
+
+/// Zeroes columns `..lo` and `hi..` of the `w`-wide rows in `rows`. Column by column: those are
+/// a pixel or two per row, and per-row `fill`s each became a `memset` call (a tenth of the
+/// conv layer's time).
+fn zero_columns<T: Real>(rows: &mut [T], w: usize, lo: usize, hi: usize) {
+    for k in (0..lo).chain(hi..w) {
+        for x in rows.iter_mut().skip(k).step_by(w) {
+            *x = T::default();
+        }
     }
 }
 
@@ -190,10 +198,7 @@ fn shifted_add<T: Real>(
     if lo_h >= hi_h || lo >= hi {
         return;
     }
-    for src in row[lo_h * w..hi_h * w].chunks_exact_mut(w) {
-        src[..lo].fill(T::default());
-        src[hi..].fill(T::default());
-    }
+    zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
     let (a, b) = (lo_h * w + lo, (hi_h - 1) * w + hi);
     let dst = ((lo_h as isize + offh) * w as isize + lo as isize + offw) as usize;
     for (x, &y) in xc[dst..dst + (b - a)].iter_mut().zip(&row[a..b]) {
