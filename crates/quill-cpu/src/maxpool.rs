@@ -98,8 +98,15 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
     let xs = read::<T>("max_pool2d", x.0, x.1, d.planes * hw)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * ohw);
     let out = T::slice_mut(&mut store).expect("allocated as T");
+    let halves = (d.kh, d.kw, d.sh, d.sw) == (2, 2, 2, 2);
     planes(out, ohw, d.planes * hw, |p, o| {
         let xp = &xs[p * hw..(p + 1) * hw];
+        if halves {
+            return crate::simd::with_best_simd(
+                #[inline(always)]
+                || forward_2x2(d, xp, o),
+            );
+        }
         let kw = d.kw;
         for (oh, row) in o.chunks_exact_mut(d.wo).enumerate() {
             if kw == 2 {
@@ -114,6 +121,32 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
         }
     });
     Ok(store)
+}
+
+/// `window_max`'s order step: `v` replaces `m` when greater, or when it is a NaN.
+#[inline(always)]
+fn step<T: PoolReal>(m: T, v: T) -> T {
+    #[allow(clippy::eq_op)]
+    let take = v > m || v != v;
+    T::pick(take, v, m)
+}
+
+/// The 2x2, stride 2 forward (every CNN's pooling), spelled out so that the compiler
+/// vectorises it (under `with_best_simd`): the generic window loop ran one window at a time,
+/// 8 % of a CNN step.
+#[inline(always)]
+fn forward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], o: &mut [T]) {
+    for (oh, row) in o.chunks_exact_mut(d.wo).enumerate() {
+        let r0 = &x[2 * oh * d.w..][..2 * d.wo];
+        let r1 = &x[(2 * oh + 1) * d.w..][..2 * d.wo];
+        for ((v, a), b) in row
+            .iter_mut()
+            .zip(r0.chunks_exact(2))
+            .zip(r1.chunks_exact(2))
+        {
+            *v = step(step(step(a[0], a[1]), b[0]), b[1]);
+        }
+    }
 }
 
 /// The input gradient (planes, h, w) from contiguous `x`, `y` and `gy`.
@@ -151,7 +184,12 @@ fn backward_t<T: PoolReal>(
     planes(dx, hw, d.planes * hw, |p, dxp| {
         let xp = &xs[p * hw..(p + 1) * hw];
         let (yp, gp) = (&ys[p * ohw..(p + 1) * ohw], &gs[p * ohw..(p + 1) * ohw]);
-        if tiles {
+        if (d.kh, d.kw, d.sh, d.sw) == (2, 2, 2, 2) {
+            crate::simd::with_best_simd(
+                #[inline(always)]
+                || backward_2x2(d, xp, yp, gp, dxp),
+            );
+        } else if tiles {
             tiled(d, xp, yp, gp, dxp);
         } else {
             overlapping(d, xp, yp, gp, dxp);
@@ -225,6 +263,38 @@ fn tiled_rows<T: PoolReal>(d: &PoolDims, kw: usize, x: &[T], y: &[T], g: &[T], d
         }
     }
     dx[d.ho * d.kh * d.w..].fill(T::default());
+}
+
+/// `tiled` for 2x2 windows at stride 2, one output row's two input rows at a time with no
+/// scratch: the same shares (`g / ties`, nothing for a NaN maximum) and the same masked writes,
+/// vectorised under `with_best_simd`.
+#[inline(always)]
+fn backward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+    let used = 2 * d.wo;
+    for oh in 0..d.ho {
+        let (yr, gr) = (&y[oh * d.wo..][..d.wo], &g[oh * d.wo..][..d.wo]);
+        let r = 2 * oh * d.w;
+        let (x0, x1) = (&x[r..][..used], &x[r + d.w..][..used]);
+        let (d0, d1) = dx[r..r + 2 * d.w].split_at_mut(d.w);
+        for ((((dw0, dw1), (a, b)), &m), &gv) in d0[..used]
+            .chunks_exact_mut(2)
+            .zip(d1[..used].chunks_exact_mut(2))
+            .zip(x0.chunks_exact(2).zip(x1.chunks_exact(2)))
+            .zip(yr)
+            .zip(gr)
+        {
+            let e = [a[0] == m, a[1] == m, b[0] == m, b[1] == m];
+            let t = e.iter().map(|&q| q as u32).sum::<u32>();
+            let s = T::keep(t != 0, gv / T::count(t.max(1) as usize));
+            dw0[0] = T::keep(e[0], s);
+            dw0[1] = T::keep(e[1], s);
+            dw1[0] = T::keep(e[2], s);
+            dw1[1] = T::keep(e[3], s);
+        }
+        d0[used..].fill(T::default());
+        d1[used..].fill(T::default());
+    }
+    dx[d.ho * 2 * d.w..].fill(T::default());
 }
 
 /// Overlapping or gapped windows: shares accumulate into a zeroed plane.
