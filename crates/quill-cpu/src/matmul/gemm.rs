@@ -3,7 +3,8 @@
 //! blocks of about MC (each thread packs its own MC x KC block of A), then NR-wide and MR-tall
 //! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
 //! (`cache.rs`): a B micro-panel (KC x NR) stays in L1 while the A block (MC x KC) stays in L2
-//! and the B block (KC x NC) in L3. When m is too small to give every thread row blocks, or the
+//! and the B block (KC x NC) in L3 (AMX, which reads its tiles from L2 nearly as fast, takes
+//! 2048-deep blocks instead: `Gemm::for_steps`). When m is too small to give every thread row blocks, or the
 //! product is at most about 512^3, the threads take column stripes instead (one meeting per
 //! product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
