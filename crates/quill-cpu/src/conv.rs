@@ -161,17 +161,30 @@ fn shifted_copy<T: Real>(
     (offh, lo_h, hi_h): (isize, usize, usize),
     (offw, lo, hi): (isize, usize, usize),
 ) {
-    if lo_h >= hi_h || lo >= hi {
+    let Some((a, b, src)) = shift_span(w, (offh, lo_h, hi_h), (offw, lo, hi)) else {
         row.fill(T::default());
         return;
-    }
-    let (a, b) = (lo_h * w + lo, (hi_h - 1) * w + hi);
-    // (lo_h + offh, lo + offw) is inside the input: `span` picked lo_h and lo so.
-    let src = ((lo_h as isize + offh) * w as isize + lo as isize + offw) as usize;
+    };
     row[a..b].copy_from_slice(&xc[src..src + (b - a)]);
     row[..lo_h * w].fill(T::default());
     row[hi_h * w..].fill(T::default());
     zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
+}
+
+/// For [`shifted_copy`] / [`shifted_add`]: the span `a..b` of the column-matrix row from the
+/// first in-range tap to the last, and the image index that `a` maps to; `None` when no tap
+/// lands inside the image.
+fn shift_span(
+    w: usize,
+    (offh, lo_h, hi_h): (isize, usize, usize),
+    (offw, lo, hi): (isize, usize, usize),
+) -> Option<(usize, usize, usize)> {
+    if lo_h >= hi_h || lo >= hi {
+        return None;
+    }
+    // (lo_h + offh, lo + offw) is inside the input: `span` picked lo_h and lo so.
+    let at = (lo_h as isize + offh) * w as isize + lo as isize + offw;
+    Some((lo_h * w + lo, (hi_h - 1) * w + hi, at as usize))
 }
 
 /// Zeroes columns `..lo` and `hi..` of the `w`-wide rows in `rows`. Column by column: those are
@@ -195,12 +208,10 @@ fn shifted_add<T: Real>(
     (offh, lo_h, hi_h): (isize, usize, usize),
     (offw, lo, hi): (isize, usize, usize),
 ) {
-    if lo_h >= hi_h || lo >= hi {
+    let Some((a, b, dst)) = shift_span(w, (offh, lo_h, hi_h), (offw, lo, hi)) else {
         return;
-    }
+    };
     zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
-    let (a, b) = (lo_h * w + lo, (hi_h - 1) * w + hi);
-    let dst = ((lo_h as isize + offh) * w as isize + lo as isize + offw) as usize;
     for (x, &y) in xc[dst..dst + (b - a)].iter_mut().zip(&row[a..b]) {
         *x = *x + y;
     }

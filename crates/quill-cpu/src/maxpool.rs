@@ -98,10 +98,9 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
     let xs = read::<T>("max_pool2d", x.0, x.1, d.planes * hw)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * ohw);
     let out = T::slice_mut(&mut store).expect("allocated as T");
-    let halves = (d.kh, d.kw, d.sh, d.sw) == (2, 2, 2, 2);
     planes(out, ohw, d.planes * hw, |p, o| {
         let xp = &xs[p * hw..(p + 1) * hw];
-        if halves {
+        if halves(d) {
             return crate::simd::with_best_simd(
                 #[inline(always)]
                 || forward_2x2(d, xp, o),
@@ -121,6 +120,11 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
         }
     });
     Ok(store)
+}
+
+/// 2x2 windows at stride 2, the case with its own kernels each way.
+fn halves(d: &PoolDims) -> bool {
+    (d.kh, d.kw, d.sh, d.sw) == (2, 2, 2, 2)
 }
 
 /// `window_max`'s order step: `v` replaces `m` when greater, or when it is a NaN.
@@ -184,7 +188,7 @@ fn backward_t<T: PoolReal>(
     planes(dx, hw, d.planes * hw, |p, dxp| {
         let xp = &xs[p * hw..(p + 1) * hw];
         let (yp, gp) = (&ys[p * ohw..(p + 1) * ohw], &gs[p * ohw..(p + 1) * ohw]);
-        if (d.kh, d.kw, d.sh, d.sw) == (2, 2, 2, 2) {
+        if halves(d) {
             crate::simd::with_best_simd(
                 #[inline(always)]
                 || backward_2x2(d, xp, yp, gp, dxp),

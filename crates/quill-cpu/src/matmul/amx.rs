@@ -33,8 +33,9 @@ const GROUP: usize = 16;
 /// the tile registers from first to last step. AMX reads its tiles from L2 nearly as fast as
 /// from L1, while a 32 x 32 C tile's trip out to memory and back between depth blocks (8 KiB,
 /// rows 4 KiB apart) cost more than the products of a 384-deep block. Measured on an Emerald
-/// Rapids Xeon, one thread, against the L1-sized 384-deep blocks: 1024^3 1.34x, 2048^3 1.40x,
-/// 512 x 2048 x 512 1.09x, and within noise where k <= 384.
+/// Rapids Xeon, one pinned thread, against the L1-sized 384-deep blocks (medians of 7-9
+/// alternating rounds): 1024^3 1.26-1.40x, 2048^3 1.40x, 512 x 2048 x 512 1.09x, and within
+/// noise where k <= 384.
 const DEEP_STEPS: usize = 1024;
 
 impl Pack<TilePair> for bf16 {
@@ -463,6 +464,7 @@ unsafe fn tiles(
 
 #[cfg(test)]
 mod tests {
+    use super::super::to_bf16;
     use super::*;
 
     fn bf(x: usize) -> bf16 {
@@ -555,7 +557,6 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn kernel_full_and_edge_tiles() {
-        use super::super::to_bf16;
         if !available() {
             eprintln!("note: no AMX here (or Linux refused the tile state); kernel not run");
             return;
@@ -709,7 +710,7 @@ mod tests {
                             let want = if x.is_subnormal() {
                                 continue;
                             } else {
-                                super::super::to_bf16(x).to_bits()
+                                to_bf16(x).to_bits()
                             };
                             assert_eq!(got, want, "{mr}x{nr} add_c={add_c} ({i}, {j}): {x:e}");
                         } else {

@@ -4,9 +4,9 @@
 //! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
 //! (`cache.rs`): a B micro-panel (KC x NR) stays in L1 while the A block (MC x KC) stays in L2
 //! and the B block (KC x NC) in L3 (AMX, which reads its tiles from L2 nearly as fast, takes
-//! 2048-deep blocks instead: `Gemm::for_steps`). When m is too small to give every thread row blocks, or the
-//! product is at most about 512^3, the threads take column stripes instead (one meeting per
-//! product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
+//! 2048-deep blocks instead: `Gemm::for_steps`). When m is too small to give every thread row
+//! blocks, or the product is at most about 512^3, the threads take column stripes instead (one
+//! meeting per product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
 //! place instead of packing it. A kernel that narrows (AMX bf16) writes its last depth
 //! block's tiles straight to the bf16 result; C then only carries sums between depth blocks.
