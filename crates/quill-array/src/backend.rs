@@ -312,11 +312,11 @@ impl Storage {
     }
     /// The gradients of `batch_norm` (see `Backend::batch_norm_backward`).
     pub(crate) fn batch_norm_backward(
-        [(x, xo), (g, go), (w, wo), (v, vo)]: [(&Storage, usize); 4],
+        [(x, xo), (g, go), (w, wo), (v, vo), (y, yo)]: [(&Storage, usize); 5],
         dims: &NormDims,
     ) -> Result<(Storage, Storage, Storage)> {
-        dispatch3!("batch_norm_backward"; x, g, w, v =>
-            Backend::batch_norm_backward((x, xo), (g, go), (w, wo), (v, vo), dims))
+        dispatch3!("batch_norm_backward"; x, g, w, v, y =>
+            Backend::batch_norm_backward((x, xo), (g, go), (w, wo), (v, vo), (y, yo), dims))
     }
     /// 2-D max pooling (see `Backend::max_pool2d`).
     pub(crate) fn max_pool2d((x, xo): (&Storage, usize), dims: &PoolDims) -> Result<Storage> {

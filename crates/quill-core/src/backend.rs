@@ -176,6 +176,10 @@ pub struct NormDims {
     pub c: usize,
     pub inner: usize,
     pub eps: f64,
+    /// A ReLU follows in the same op: the forward clamps its output at zero and the backward
+    /// passes the gradient only where that output is positive (CNN blocks: one pass fewer
+    /// each way, no mask array).
+    pub relu: bool,
 }
 
 /// One device's storage and kernels. Outputs are fresh contiguous buffers (C order) unless the
@@ -318,15 +322,16 @@ pub trait Backend: Sized {
     }
     /// The gradients `(dx, dweight, dbias)` of `batch_norm` from its input, weight, the
     /// batch `var` it returned and the output's gradient `gy` (the mean is recomputed from
-    /// `x`).
+    /// `x`). `y` is the forward's output, read only when `dims.relu` (it gates `gy`).
     fn batch_norm_backward(
         x: (&Self, usize),
         gy: (&Self, usize),
         weight: (&Self, usize),
         var: (&Self, usize),
+        y: (&Self, usize),
         dims: &NormDims,
     ) -> Result<(Self, Self, Self)> {
-        let _ = (gy, weight, var, dims);
+        let _ = (gy, weight, var, y, dims);
         Err(unsupported("batch_norm_backward", Self::NAME, x.0.dtype()))
     }
 

@@ -147,9 +147,10 @@ impl Backend for CpuStorage {
         gy: (&Self, usize),
         weight: (&Self, usize),
         var: (&Self, usize),
+        y: (&Self, usize),
         dims: &NormDims,
     ) -> Result<(Self, Self, Self)> {
-        batchnorm::backward(x, gy, weight, var, dims)
+        batchnorm::backward(x, gy, weight, var, y, dims)
     }
 
     fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {

@@ -8,6 +8,10 @@
 //!   `dx = k1 * g - k2 * (x - mean) - k1 * mean(g)` with `k1 = w * invstd` and
 //!   `k2 = k1 * invstd^2 * mean(g * (x - mean))`.
 //!
+//! With `NormDims::relu` a ReLU rides along: the forward's second pass clamps `y`, and the
+//! backward reads the output to gate `g` (zero where `y <= 0`) inside both of its passes, so
+//! a CNN's BatchNorm + ReLU costs no pass of its own either way.
+//!
 //! Each (sample, channel) run of `inner` values is summed in the element type with 16 lanes
 //! (vectorised), the runs added in f64. Threads split the samples; each part's partial sums
 //! are added in part order, so results depend on the thread count only, not on scheduling.
@@ -32,29 +36,35 @@ pub(crate) trait NormReal:
     + Add<Output = Self>
     + Sub<Output = Self>
     + Mul<Output = Self>
+    + PartialOrd
 {
 }
 impl NormReal for f32 {}
 impl NormReal for f64 {}
 
-/// The `K` sums of `f(x, g)` over `xs` (and `gs`, same length) in 16 lanes of `T`.
+/// The `K` sums of `f(x, g, y)` over `xs` (and `gs`, `ys`, same length) in 16 lanes of `T`.
 #[inline(always)]
-fn sums<T: NormReal, const K: usize>(xs: &[T], gs: &[T], f: impl Fn(T, T) -> [T; K]) -> [f64; K] {
+fn sums<T: NormReal, const K: usize>(
+    xs: &[T],
+    gs: &[T],
+    ys: &[T],
+    f: impl Fn(T, T, T) -> [T; K],
+) -> [f64; K] {
     const L: usize = 16;
     let mut acc = [[T::default(); L]; K];
-    let (xc, gc) = (xs.chunks_exact(L), gs.chunks_exact(L));
-    let (xr, gr) = (xc.remainder(), gc.remainder());
-    for (x, g) in xc.zip(gc) {
+    let (xc, gc, yc) = (xs.chunks_exact(L), gs.chunks_exact(L), ys.chunks_exact(L));
+    let (xr, gr, yr) = (xc.remainder(), gc.remainder(), yc.remainder());
+    for ((x, g), y) in xc.zip(gc).zip(yc) {
         for i in 0..L {
-            let v = f(x[i], g[i]);
+            let v = f(x[i], g[i], y[i]);
             for k in 0..K {
                 acc[k][i] = acc[k][i] + v[k];
             }
         }
     }
     let mut t = [0.0; K];
-    for (&x, &g) in xr.iter().zip(gr) {
-        let v = f(x, g);
+    for ((&x, &g), &y) in xr.iter().zip(gr).zip(yr) {
+        let v = f(x, g, y);
         for k in 0..K {
             t[k] += v[k].to_f64();
         }
@@ -81,13 +91,16 @@ fn parts(d: &NormDims) -> usize {
 /// the run's loop sees plain values and vectorises.
 type Consts<T> = [T; 4];
 
-/// Per-channel sums of `f(p[ch], x, g)` over all samples, `x` and `g` (n, c, inner).
+/// The three (n, c, inner) operands an element function reads: the input, the gradient and
+/// the forward's output (the last two stand in for each other where a pass needs fewer).
+type Runs<'a, T> = [&'a [T]; 3];
+
+/// Per-channel sums of `f(p[ch], x, g, y)` over all samples.
 fn channel_sums<T: NormReal, const K: usize>(
     d: &NormDims,
-    x: &[T],
-    g: &[T],
+    [x, g, y]: Runs<'_, T>,
     p: &[Consts<T>],
-    f: impl Fn(Consts<T>, T, T) -> [T; K] + Sync + Copy,
+    f: impl Fn(Consts<T>, T, T, T) -> [T; K] + Sync + Copy,
 ) -> Vec<[f64; K]> {
     let row = d.c * d.inner;
     let np = parts(d);
@@ -101,9 +114,10 @@ fn channel_sums<T: NormReal, const K: usize>(
                 for r in rows {
                     if d.inner == 1 {
                         // (N, C): a row holds one value per channel.
-                        let (xs, gs) = (&x[r * row..][..row], &g[r * row..][..row]);
+                        let at = r * row;
+                        let (xs, gs, ys) = (&x[at..][..row], &g[at..][..row], &y[at..][..row]);
                         for (ch, s) in acc.iter_mut().enumerate() {
-                            let v = f(p[ch], xs[ch], gs[ch]);
+                            let v = f(p[ch], xs[ch], gs[ch], ys[ch]);
                             for i in 0..K {
                                 s[i] += v[i].to_f64();
                             }
@@ -112,9 +126,10 @@ fn channel_sums<T: NormReal, const K: usize>(
                     }
                     for (ch, s) in acc.iter_mut().enumerate() {
                         let at = r * row + ch * d.inner;
-                        let (xs, gs) = (&x[at..at + d.inner], &g[at..at + d.inner]);
+                        let run = at..at + d.inner;
+                        let (xs, gs, ys) = (&x[run.clone()], &g[run.clone()], &y[run]);
                         let pc = p[ch];
-                        let v = sums(xs, gs, |x, g| f(pc, x, g));
+                        let v = sums(xs, gs, ys, |x, g, y| f(pc, x, g, y));
                         for i in 0..K {
                             s[i] += v[i];
                         }
@@ -140,14 +155,13 @@ fn channel_sums<T: NormReal, const K: usize>(
     total
 }
 
-/// `out[r, ch, :] = f(p[ch], x[r, ch, :], g[r, ch, :])` over every run.
+/// `out[r, ch, :] = f(p[ch], x[r, ch, :], g[r, ch, :], y[r, ch, :])` over every run.
 fn map_runs<T: NormReal>(
     d: &NormDims,
-    x: &[T],
-    g: &[T],
+    [x, g, y]: Runs<'_, T>,
     out: &mut [T],
     p: &[Consts<T>],
-    f: impl Fn(Consts<T>, T, T) -> T + Sync + Copy,
+    f: impl Fn(Consts<T>, T, T, T) -> T + Sync + Copy,
 ) {
     let row = d.c * d.inner;
     if row == 0 {
@@ -159,22 +173,25 @@ fn map_runs<T: NormReal>(
             || {
                 for (k, orow) in o.chunks_exact_mut(row).enumerate() {
                     let at = (r0 + k) * row;
-                    let (xr, gr) = (&x[at..at + row], &g[at..at + row]);
+                    let (xr, gr, yr) = (&x[at..at + row], &g[at..at + row], &y[at..at + row]);
                     if d.inner == 1 {
-                        for (ch, ((o, &xv), &gv)) in orow.iter_mut().zip(xr).zip(gr).enumerate() {
-                            *o = f(p[ch], xv, gv);
+                        for (ch, (((o, &xv), &gv), &yv)) in
+                            orow.iter_mut().zip(xr).zip(gr).zip(yr).enumerate()
+                        {
+                            *o = f(p[ch], xv, gv, yv);
                         }
                         continue;
                     }
-                    for (ch, ((run, xs), gs)) in orow
+                    for (ch, (((run, xs), gs), ys)) in orow
                         .chunks_exact_mut(d.inner)
                         .zip(xr.chunks_exact(d.inner))
                         .zip(gr.chunks_exact(d.inner))
+                        .zip(yr.chunks_exact(d.inner))
                         .enumerate()
                     {
                         let pc = p[ch];
-                        for ((o, &xv), &gv) in run.iter_mut().zip(xs).zip(gs) {
-                            *o = f(pc, xv, gv);
+                        for (((o, &xv), &gv), &yv) in run.iter_mut().zip(xs).zip(gs).zip(ys) {
+                            *o = f(pc, xv, gv, yv);
                         }
                     }
                 }
@@ -230,7 +247,7 @@ fn forward_t<T: NormReal>(
     let shift: Vec<T> = (0..d.c).map(|ch| xs[ch * d.inner]).collect();
     let z = T::default();
     let p: Vec<Consts<T>> = shift.iter().map(|&s| [s, z, z, z]).collect();
-    let sums = channel_sums(d, xs, xs, &p, |[s, ..], v, _| {
+    let sums = channel_sums(d, [xs; 3], &p, |[s, ..], v, _, _| {
         let u = v - s;
         [u, u * u]
     });
@@ -260,9 +277,20 @@ fn forward_t<T: NormReal>(
             ]
         })
         .collect();
-    map_runs(d, xs, xs, out, &p, |[s, m1, k, b], v, _| {
-        ((v - s) - m1) * k + b
-    });
+    let affine = |[s, m1, k, b]: Consts<T>, v: T| ((v - s) - m1) * k + b;
+    if d.relu {
+        // `UnaryOp::Relu`'s rule: a NaN passes through.
+        map_runs(d, [xs; 3], out, &p, |c, v, _, _| {
+            let a = affine(c, v);
+            if a < T::default() {
+                T::default()
+            } else {
+                a
+            }
+        });
+    } else {
+        map_runs(d, [xs; 3], out, &p, |c, v, _, _| affine(c, v));
+    }
     Ok((ys, T::wrap(mean), T::wrap(var)))
 }
 
@@ -272,11 +300,12 @@ pub fn backward(
     gy: (&CpuStorage, usize),
     w: (&CpuStorage, usize),
     var: (&CpuStorage, usize),
+    y: (&CpuStorage, usize),
     dims: &NormDims,
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
     match x.0.dtype() {
-        DType::F32 => backward_t::<f32>(x, gy, w, var, dims),
-        DType::F64 => backward_t::<f64>(x, gy, w, var, dims),
+        DType::F32 => backward_t::<f32>(x, gy, w, var, y, dims),
+        DType::F64 => backward_t::<f64>(x, gy, w, var, y, dims),
         d => Err(quill_core::backend::unsupported(
             "batch_norm_backward",
             "cpu",
@@ -290,12 +319,43 @@ fn backward_t<T: NormReal>(
     gy: (&CpuStorage, usize),
     w: (&CpuStorage, usize),
     var: (&CpuStorage, usize),
+    y: (&CpuStorage, usize),
+    d: &NormDims,
+) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    if d.relu {
+        backward_gated::<T, true>(x, gy, w, var, y, d)
+    } else {
+        backward_gated::<T, false>(x, gy, w, var, y, d)
+    }
+}
+
+/// `backward_t` with the gradient gated by the output (`RELU`) or not.
+fn backward_gated<T: NormReal, const RELU: bool>(
+    x: (&CpuStorage, usize),
+    gy: (&CpuStorage, usize),
+    w: (&CpuStorage, usize),
+    var: (&CpuStorage, usize),
+    y: (&CpuStorage, usize),
     d: &NormDims,
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
     const OP: &str = "batch_norm_backward";
     let len = d.n * d.c * d.inner;
     let xs = read::<T>(OP, x.0, x.1, len)?;
     let gs = read::<T>(OP, gy.0, gy.1, len)?;
+    // Unread (and not required to be as long) without the ReLU.
+    let ys = if RELU {
+        read::<T>(OP, y.0, y.1, len)?
+    } else {
+        gs
+    };
+    // ReLU's gradient: through where its output is positive (not at 0, nor a NaN).
+    let gate = |g: T, y: T| {
+        if !RELU || y > T::default() {
+            g
+        } else {
+            T::default()
+        }
+    };
     let ws = read::<T>(OP, w.0, w.1, d.c)?;
     let vs = read::<T>(OP, var.0, var.1, d.c)?;
     let count = ((d.n * d.inner) as f64).max(1.0);
@@ -305,8 +365,8 @@ fn backward_t<T: NormReal>(
     let shift: Vec<T> = (0..d.c).map(|ch| xs[ch * d.inner]).collect();
     let z = T::default();
     let p: Vec<Consts<T>> = shift.iter().map(|&s| [s, z, z, z]).collect();
-    let sums = channel_sums(d, xs, gs, &p, |[s, ..], v, g| {
-        let u = v - s;
+    let sums = channel_sums(d, [xs, gs, ys], &p, |[s, ..], v, g, y| {
+        let (u, g) = (v - s, gate(g, y));
         [g, g * u, u]
     });
     let (mut gw, mut gb) = (Vec::with_capacity(d.c), Vec::with_capacity(d.c));
@@ -330,8 +390,8 @@ fn backward_t<T: NormReal>(
     }
     let mut dx = CpuStorage::for_overwrite(T::DTYPE, len);
     let out = T::slice_mut(&mut dx).expect("allocated as T");
-    map_runs(d, xs, gs, out, &p, |[s, k1, k2, k0], v, g| {
-        k1 * g - k2 * (v - s) + k0
+    map_runs(d, [xs, gs, ys], out, &p, |[s, k1, k2, k0], v, g, y| {
+        k1 * gate(g, y) - k2 * (v - s) + k0
     });
     Ok((dx, T::wrap(gw), T::wrap(gb)))
 }

@@ -16,6 +16,7 @@ pub mod fill;
 pub mod index;
 pub mod matmul;
 pub mod maxpool;
+mod maxpool_avx512;
 pub mod optim;
 pub mod order;
 pub mod par;

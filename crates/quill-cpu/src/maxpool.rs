@@ -18,6 +18,17 @@ pub(crate) trait PoolReal:
     CpuElement + Copy + Default + PartialOrd + Add<Output = Self> + Div<Output = Self> + Send + Sync
 {
     fn count(n: usize) -> Self;
+    /// The 2x2 / stride 2 backward of one plane in hand-written SIMD, where this type and the
+    /// CPU have one; false (nothing written) sends the plane to the portable loop.
+    fn backward_2x2_simd(
+        _d: &PoolDims,
+        _x: &[Self],
+        _y: &[Self],
+        _g: &[Self],
+        _dx: &mut [Self],
+    ) -> bool {
+        false
+    }
     /// `v` where `c` holds, else zero, without a branch.
     fn keep(c: bool, v: Self) -> Self;
     /// `a` where `c` holds, else `b`, without a branch.
@@ -26,6 +37,9 @@ pub(crate) trait PoolReal:
 impl PoolReal for f32 {
     fn count(n: usize) -> f32 {
         n as f32
+    }
+    fn backward_2x2_simd(d: &PoolDims, x: &[f32], y: &[f32], g: &[f32], dx: &mut [f32]) -> bool {
+        crate::maxpool_avx512::backward_2x2(d, x, y, g, dx)
     }
     #[inline(always)]
     fn keep(c: bool, v: f32) -> f32 {
@@ -189,10 +203,12 @@ fn backward_t<T: PoolReal>(
         let xp = &xs[p * hw..(p + 1) * hw];
         let (yp, gp) = (&ys[p * ohw..(p + 1) * ohw], &gs[p * ohw..(p + 1) * ohw]);
         if halves(d) {
-            crate::simd::with_best_simd(
-                #[inline(always)]
-                || backward_2x2(d, xp, yp, gp, dxp),
-            );
+            if !T::backward_2x2_simd(d, xp, yp, gp, dxp) {
+                crate::simd::with_best_simd(
+                    #[inline(always)]
+                    || backward_2x2(d, xp, yp, gp, dxp),
+                );
+            }
         } else if tiles {
             tiled(d, xp, yp, gp, dxp);
         } else {
@@ -273,7 +289,7 @@ fn tiled_rows<T: PoolReal>(d: &PoolDims, kw: usize, x: &[T], y: &[T], g: &[T], d
 /// scratch: the same shares (`g / ties`, nothing for a NaN maximum) and the same masked writes,
 /// vectorised under `with_best_simd`.
 #[inline(always)]
-fn backward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
+pub(crate) fn backward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], y: &[T], g: &[T], dx: &mut [T]) {
     let used = 2 * d.wo;
     for oh in 0..d.ho {
         let (yr, gr) = (&y[oh * d.wo..][..d.wo], &g[oh * d.wo..][..d.wo]);

@@ -81,6 +81,11 @@ fn matches_window_loops_with_ties() {
         ((2, 3), (2, 3), 7, 8),
         ((1, 1), (1, 1), 1, 1),
         ((1, 3), (1, 1), 1, 5),
+        // 2x2 rows of 1, 16, 35 (16 + 16 + 3) and 32 outputs, odd heights and widths.
+        ((2, 2), (2, 2), 2, 2),
+        ((2, 2), (2, 2), 5, 33),
+        ((2, 2), (2, 2), 3, 70),
+        ((2, 2), (2, 2), 4, 65),
     ];
     for (i, &(k, st, h, w)) in cases.iter().enumerate() {
         let xs = [2, 3, h, w];

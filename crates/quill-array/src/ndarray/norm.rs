@@ -41,6 +41,7 @@ fn dims(op: &'static str, x: &NDArray, w: &NDArray, b: &NDArray, eps: f64) -> Re
         c,
         inner: s[2..].iter().product(),
         eps,
+        relu: false,
     })
 }
 
@@ -54,8 +55,31 @@ impl NDArray {
         bias: &NDArray,
         eps: f64,
     ) -> Result<(NDArray, NDArray, NDArray)> {
+        self.batch_norm_impl(weight, bias, eps, false)
+    }
+
+    /// `batch_norm_train` followed by ReLU, in the same two passes: `(relu(y), mean, var)`.
+    pub fn batch_norm_relu_train(
+        &self,
+        weight: &NDArray,
+        bias: &NDArray,
+        eps: f64,
+    ) -> Result<(NDArray, NDArray, NDArray)> {
+        self.batch_norm_impl(weight, bias, eps, true)
+    }
+
+    fn batch_norm_impl(
+        &self,
+        weight: &NDArray,
+        bias: &NDArray,
+        eps: f64,
+        relu: bool,
+    ) -> Result<(NDArray, NDArray, NDArray)> {
         const OP: &str = "batch_norm";
-        let d = dims(OP, self, weight, bias, eps)?;
+        let d = NormDims {
+            relu,
+            ..dims(OP, self, weight, bias, eps)?
+        };
         let compute = compute_dtype(OP, self, weight)?;
         check_alloc(OP, self.numel(), compute)?;
         let arrays = colocate(OP, [self, weight, bias])?;
@@ -90,9 +114,41 @@ impl NDArray {
         var: &NDArray,
         eps: f64,
     ) -> Result<(NDArray, NDArray, NDArray)> {
+        self.batch_norm_backward_impl(grad, weight, var, eps, None)
+    }
+
+    /// The gradients of `batch_norm_relu_train`: `batch_norm_backward` of `grad` passed
+    /// only where the forward's output `y` is positive.
+    pub fn batch_norm_relu_backward(
+        &self,
+        y: &NDArray,
+        grad: &NDArray,
+        weight: &NDArray,
+        var: &NDArray,
+        eps: f64,
+    ) -> Result<(NDArray, NDArray, NDArray)> {
+        self.batch_norm_backward_impl(grad, weight, var, eps, Some(y))
+    }
+
+    fn batch_norm_backward_impl(
+        &self,
+        grad: &NDArray,
+        weight: &NDArray,
+        var: &NDArray,
+        eps: f64,
+        y: Option<&NDArray>,
+    ) -> Result<(NDArray, NDArray, NDArray)> {
         const OP: &str = "batch_norm_backward";
-        let d = dims(OP, self, weight, var, eps)?;
-        for (a, what, want) in [(grad, "grad", self.shape()), (var, "var", weight.shape())] {
+        let d = NormDims {
+            relu: y.is_some(),
+            ..dims(OP, self, weight, var, eps)?
+        };
+        let checks = [
+            (grad, "grad", self.shape()),
+            (var, "var", weight.shape()),
+            (y.unwrap_or(grad), "y", self.shape()),
+        ];
+        for (a, what, want) in checks {
             if a.shape() != want {
                 return Err(Error::ShapeMismatch {
                     op: OP,
@@ -105,15 +161,20 @@ impl NDArray {
         }
         let compute = compute_dtype(OP, self, weight)?;
         check_alloc(OP, self.numel(), compute)?;
-        let arrays = colocate(OP, [self, grad, weight, var])?;
-        let p: Vec<NDArray> = arrays
+        // Without the ReLU the gradient stands in for `y` (the kernel does not read it).
+        let arrays = colocate(OP, [self, grad, weight, var, y.unwrap_or(grad)])?;
+        let mut p: Vec<NDArray> = arrays[..4]
             .iter()
             .map(|a| prepared(a, compute))
             .collect::<Result<_>>()?;
+        p.push(match y {
+            Some(_) => prepared(&arrays[4], compute)?,
+            None => p[1].clone(),
+        });
         let (gx, gw, gb) = {
-            let r = Reads::new([&p[0], &p[1], &p[2], &p[3]]);
+            let r = Reads::new([&p[0], &p[1], &p[2], &p[3], &p[4]]);
             let at = |i: usize| (r.get(i), p[i].offset());
-            Storage::batch_norm_backward([at(0), at(1), at(2), at(3)], &d)?
+            Storage::batch_norm_backward([at(0), at(1), at(2), at(3), at(4)], &d)?
         };
         let dt = self.dtype();
         let back = |s: Storage, shape: &[usize]| -> Result<NDArray> {

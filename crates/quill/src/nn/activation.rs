@@ -13,6 +13,9 @@ macro_rules! activation {
             fn forward(&self, $x: &Tensor) -> Result<Tensor> {
                 $body
             }
+            fn is_relu(&self) -> bool {
+                stringify!($name) == "ReLU"
+            }
         }
     )*};
 }

@@ -4,7 +4,9 @@ use super::module::{prefixed, Module};
 use crate::tensor::Tensor;
 use quill_core::Result;
 
-/// Runs its modules in order; parameters are named by position (`"0.weight"`).
+/// Runs its modules in order; parameters are named by position (`"0.weight"`). A `ReLU`
+/// right after a layer with a fused form (`Module::forward_relu`: BatchNorm in training) runs
+/// inside that layer's op, with the same values and gradients.
 #[derive(Default)]
 pub struct Sequential {
     pub layers: Vec<Box<dyn Module>>,
@@ -25,7 +27,15 @@ impl Sequential {
 impl Module for Sequential {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut h = x.clone();
-        for l in &self.layers {
+        let mut layers = self.layers.iter().peekable();
+        while let Some(l) = layers.next() {
+            if layers.peek().is_some_and(|n| n.is_relu()) {
+                if let Some(y) = l.forward_relu(&h) {
+                    h = y?;
+                    layers.next();
+                    continue;
+                }
+            }
             h = l.forward(&h)?;
         }
         Ok(h)

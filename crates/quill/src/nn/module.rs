@@ -22,6 +22,18 @@ pub trait Module {
     /// Switches training behaviour (dropout, batch statistics) on or off, recursively.
     fn set_training(&self, _training: bool) {}
 
+    /// `relu(self.forward(x))` as one fused op, where this layer has one in its current mode
+    /// (BatchNorm while training); `None` otherwise. `Sequential` uses it to fold a `ReLU`
+    /// that follows this layer.
+    fn forward_relu(&self, _x: &Tensor) -> Option<Result<Tensor>> {
+        None
+    }
+
+    /// Whether this layer is a plain ReLU, which a container may fold into the layer before.
+    fn is_relu(&self) -> bool {
+        false
+    }
+
     fn parameters(&self) -> Vec<Tensor> {
         self.named_parameters()
             .into_iter()
@@ -122,5 +134,11 @@ impl<M: Module + ?Sized> Module for Box<M> {
     }
     fn set_training(&self, training: bool) {
         (**self).set_training(training)
+    }
+    fn forward_relu(&self, x: &Tensor) -> Option<Result<Tensor>> {
+        (**self).forward_relu(x)
+    }
+    fn is_relu(&self) -> bool {
+        (**self).is_relu()
     }
 }

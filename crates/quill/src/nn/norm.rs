@@ -45,8 +45,9 @@ impl BatchNorm {
     }
 }
 
-impl Module for BatchNorm {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+impl BatchNorm {
+    /// x must be (N, C, ...) of this layer's rank with its channel count.
+    fn check(&self, x: &Tensor) -> Result<()> {
         let c = self.weight.shape()[0];
         if x.ndim() != self.rank || x.shape()[1] != c {
             return Err(Error::ShapeMismatch {
@@ -60,24 +61,49 @@ impl Module for BatchNorm {
                 hint: format!(" (expected rank {} with {c} channels in dim 1)", self.rank),
             });
         }
-        if self.training.get() {
-            let (y, mean, var) = x.batch_norm_train(&self.weight, &self.bias, self.eps)?;
-            let n = x.numel() / c.max(1);
-            let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;
-            let m = self.momentum;
-            for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &unbiased)] {
-                run.array().mul_scalar_assign(1.0 - m)?;
-                run.array().add_assign(&batch.mul_scalar(m)?)?;
-            }
-            return Ok(y);
+        Ok(())
+    }
+
+    /// The training forward (batch statistics, running statistics updated), with a fused
+    /// ReLU on the output or not.
+    fn train_forward(&self, x: &Tensor, relu: bool) -> Result<Tensor> {
+        self.check(x)?;
+        let (w, b, eps) = (&self.weight, &self.bias, self.eps);
+        let (y, mean, var) = if relu {
+            x.batch_norm_relu_train(w, b, eps)?
+        } else {
+            x.batch_norm_train(w, b, eps)?
+        };
+        let n = x.numel() / self.weight.shape()[0].max(1);
+        let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;
+        let m = self.momentum;
+        for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &unbiased)] {
+            run.array().mul_scalar_assign(1.0 - m)?;
+            run.array().add_assign(&batch.mul_scalar(m)?)?;
         }
+        Ok(y)
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if self.training.get() {
+            return self.train_forward(x, false);
+        }
+        self.check(x)?;
         let mut pshape = vec![1isize; self.rank];
-        pshape[1] = c as isize;
+        pshape[1] = self.weight.shape()[0] as isize;
         let mean = self.running_mean.reshape(&pshape)?;
         let var = self.running_var.reshape(&pshape)?;
-        let xhat = x.sub(&mean)?.div(&var.add_scalar(self.eps)?.sqrt()?)?;
-        xhat.mul(&self.weight.reshape(&pshape)?)?
-            .add(&self.bias.reshape(&pshape)?)
+        // Scale folded per channel first: three passes over x instead of four.
+        let scale = self
+            .weight
+            .reshape(&pshape)?
+            .div(&var.add_scalar(self.eps)?.sqrt()?)?;
+        x.sub(&mean)?.mul(&scale)?.add(&self.bias.reshape(&pshape)?)
+    }
+    fn forward_relu(&self, x: &Tensor) -> Option<Result<Tensor>> {
+        self.training.get().then(|| self.train_forward(x, true))
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         vec![

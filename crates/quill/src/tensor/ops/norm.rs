@@ -6,9 +6,11 @@
 //! times the passes. Only the per-channel mean and variance are kept for the backward. When the
 //! backward is itself recorded (`create_graph`) it is the Tensor-op form, with the centred
 //! input and `invstd` recomputed from `x`, so that gradients of gradients see their
-//! dependence on `x`.
+//! dependence on `x`. `batch_norm_relu_train` is the same op with a ReLU on its output: the
+//! fused kernels clamp and gate inside their passes; elsewhere the gradient is masked by
+//! `output > 0` first.
 
-use super::to_isize;
+use super::{mul_mask, to_isize};
 use crate::tensor::{is_grad_enabled, Backward, Tensor};
 use crate::{Device, NDArray};
 use quill_core::{Error, Result};
@@ -20,6 +22,8 @@ struct BatchNormTrain {
     /// The batch mean and biased variance, shape (1, C, 1, ...).
     mean: NDArray,
     var: NDArray,
+    /// The output, when a ReLU is fused in (`batch_norm_relu_train`): it gates the gradient.
+    relu_out: Option<NDArray>,
 }
 
 /// Whether the fused kernels take this problem: CPU operands of one dtype.
@@ -56,10 +60,12 @@ impl Backward for BatchNormTrain {
         let (x, w, b) = (&inputs[0], &inputs[1], &inputs[2]);
         let c = w.shape()[0] as isize;
         if !is_grad_enabled() && fused(x.array(), w.array(), b.array()) {
-            let flat = |a: &NDArray| a.reshape(&[c]);
-            let (gx, gw, gb) =
-                x.array()
-                    .batch_norm_backward(g.array(), w.array(), &flat(&self.var)?, self.eps)?;
+            let (xa, ga, wa) = (x.array(), g.array(), w.array());
+            let var = self.var.reshape(&[c])?;
+            let (gx, gw, gb) = match &self.relu_out {
+                Some(y) => xa.batch_norm_relu_backward(y, ga, wa, &var, self.eps)?,
+                None => xa.batch_norm_backward(ga, wa, &var, self.eps)?,
+            };
             let keep = |t: NDArray, on: bool| on.then(|| Tensor::new(t));
             return Ok(vec![
                 keep(gx, x.requires_grad()),
@@ -67,6 +73,14 @@ impl Backward for BatchNormTrain {
                 keep(gb, b.requires_grad()),
             ]);
         }
+        let gated;
+        let g = match &self.relu_out {
+            Some(y) => {
+                gated = mul_mask(g, &y.gt_scalar(0.0)?)?;
+                &gated
+            }
+            None => g,
+        };
         let axes = Some(&self.axes[..]);
         let pshape = self.mean.shape().to_vec();
         let (xc, invstd) = self.stats(x)?;
@@ -110,6 +124,28 @@ impl Tensor {
         bias: &Tensor,
         eps: f64,
     ) -> Result<(Tensor, NDArray, NDArray)> {
+        self.batch_norm_impl(weight, bias, eps, false)
+    }
+
+    /// `batch_norm_train` followed by `relu`, as one op: on the CPU it costs the passes of
+    /// the batch norm alone each way (no ReLU pass forward, no mask backward). Same results
+    /// and gradients as the two ops.
+    pub fn batch_norm_relu_train(
+        &self,
+        weight: &Tensor,
+        bias: &Tensor,
+        eps: f64,
+    ) -> Result<(Tensor, NDArray, NDArray)> {
+        self.batch_norm_impl(weight, bias, eps, true)
+    }
+
+    fn batch_norm_impl(
+        &self,
+        weight: &Tensor,
+        bias: &Tensor,
+        eps: f64,
+        relu: bool,
+    ) -> Result<(Tensor, NDArray, NDArray)> {
         const OP: &str = "batch_norm";
         let c = weight.shape().first().copied().unwrap_or(0);
         if self.ndim() < 2 || self.shape()[1] != c || weight.shape() != [c] || bias.shape() != [c] {
@@ -137,7 +173,14 @@ impl Tensor {
         pshape[1] = c as isize;
         let x = self.array();
         let (out, m, v) = if fused(x, weight.array(), bias.array()) {
-            x.batch_norm_train(weight.array(), bias.array(), eps)?
+            if relu {
+                x.batch_norm_relu_train(weight.array(), bias.array(), eps)?
+            } else {
+                x.batch_norm_train(weight.array(), bias.array(), eps)?
+            }
+        } else if relu {
+            let (y, m, v) = self.batch_norm_impl(weight, bias, eps, false)?;
+            return Ok((y.relu()?, m, v));
         } else {
             let mean = x.mean(Some(&axes), true)?;
             let centred = x.sub(&mean)?;
@@ -152,6 +195,7 @@ impl Tensor {
             eps,
             mean: m.reshape(&pshape)?,
             var: v.reshape(&pshape)?,
+            relu_out: relu.then(|| out.clone()),
         };
         Ok((Tensor::make(out, &[self, weight, bias], op), m, v))
     }
