@@ -18,6 +18,11 @@ pub(crate) trait PoolReal:
     CpuElement + Copy + Default + PartialOrd + Add<Output = Self> + Div<Output = Self> + Send + Sync
 {
     fn count(n: usize) -> Self;
+    /// The 2x2 / stride 2 forward of one plane in hand-written SIMD, where this type and the
+    /// CPU have one; false (nothing written) sends the plane to the portable loop.
+    fn forward_2x2_simd(_d: &PoolDims, _x: &[Self], _y: &mut [Self]) -> bool {
+        false
+    }
     /// The 2x2 / stride 2 backward of one plane in hand-written SIMD, where this type and the
     /// CPU have one; false (nothing written) sends the plane to the portable loop.
     fn backward_2x2_simd(
@@ -37,6 +42,9 @@ pub(crate) trait PoolReal:
 impl PoolReal for f32 {
     fn count(n: usize) -> f32 {
         n as f32
+    }
+    fn forward_2x2_simd(d: &PoolDims, x: &[f32], y: &mut [f32]) -> bool {
+        crate::maxpool_avx512::forward_2x2(d, x, y)
     }
     fn backward_2x2_simd(d: &PoolDims, x: &[f32], y: &[f32], g: &[f32], dx: &mut [f32]) -> bool {
         crate::maxpool_avx512::backward_2x2(d, x, y, g, dx)
@@ -115,10 +123,13 @@ fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuSt
     planes(out, ohw, d.planes * hw, |p, o| {
         let xp = &xs[p * hw..(p + 1) * hw];
         if halves(d) {
-            return crate::simd::with_best_simd(
-                #[inline(always)]
-                || forward_2x2(d, xp, o),
-            );
+            if !T::forward_2x2_simd(d, xp, o) {
+                crate::simd::with_best_simd(
+                    #[inline(always)]
+                    || forward_2x2(d, xp, o),
+                );
+            }
+            return;
         }
         let kw = d.kw;
         for (oh, row) in o.chunks_exact_mut(d.wo).enumerate() {
@@ -153,7 +164,7 @@ fn step<T: PoolReal>(m: T, v: T) -> T {
 /// vectorises it (under `with_best_simd`): the generic window loop ran one window at a time,
 /// 8 % of a CNN step.
 #[inline(always)]
-fn forward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], o: &mut [T]) {
+pub(crate) fn forward_2x2<T: PoolReal>(d: &PoolDims, x: &[T], o: &mut [T]) {
     for (oh, row) in o.chunks_exact_mut(d.wo).enumerate() {
         let r0 = &x[2 * oh * d.w..][..2 * d.wo];
         let r1 = &x[(2 * oh + 1) * d.w..][..2 * d.wo];

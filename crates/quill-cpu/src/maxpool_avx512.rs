@@ -1,24 +1,43 @@
-//! The f32 2x2 / stride 2 max-pool backward in AVX-512 intrinsics. The portable loop in
-//! `maxpool.rs` only vectorises across an output row, and a CNN's rows are short (14 and 7
-//! outputs at MNIST's sizes): LLVM's 16-wide loop never ran and the row went scalar. Here
-//! each step takes up to 16 outputs of a row under a lane mask, de-interleaves the two input
-//! rows' even and odd columns with `vpermt2ps`, and writes the shares back interleaved, so
-//! a 14-wide row is one step. Same rule and bits as the portable loop: each window's
-//! gradient divided by its number of elements equal to the maximum, nothing for a NaN one.
+//! The f32 2x2 / stride 2 max pool in AVX-512 intrinsics, both ways. The portable loops in
+//! `maxpool.rs` only vectorise across an output row, and a CNN's rows are short (14 and 7
+//! outputs at MNIST's sizes): LLVM's 16-wide loop never ran and the rows went scalar. Here
+//! each step takes up to 16 outputs of a row under a lane mask and de-interleaves the two
+//! input rows' even and odd columns with `vpermt2ps` (the backward writes its shares back
+//! interleaved the same way), so a 14-wide row is one step. Same rules and bits as the
+//! portable loops: the forward's maximum in the same order (a NaN wins), the backward's
+//! gradient divided by the window's number of elements equal to the maximum, nothing for a
+//! NaN one.
 
 use quill_core::PoolDims;
 
-/// Runs the AVX-512 kernel on one plane when the CPU has AVX-512F; false (nothing written)
+/// Whether a plane's slices match the dims the kernels index with: `x` (and `dx`) `h * w`,
+/// `y` (and `g`) `ho * wo`, the windows inside the plane.
+fn fits(d: &PoolDims, x: usize, y: usize) -> bool {
+    x == d.h * d.w && y == d.ho * d.wo && 2 * d.ho <= d.h && 2 * d.wo <= d.w
+}
+
+/// The forward of one plane into `y` when the CPU has AVX-512F; false (nothing written)
+/// otherwise.
+pub(crate) fn forward_2x2(d: &PoolDims, x: &[f32], y: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if fits(d, x.len(), y.len()) && std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F was detected just above; `fits` checked the slice lengths
+            // against the dims the kernel indexes with.
+            unsafe { x86::forward_2x2(d, x, y) };
+            return true;
+        }
+    }
+    let _ = (d, x, y);
+    false
+}
+
+/// The backward of one plane into `dx` when the CPU has AVX-512F; false (nothing written)
 /// otherwise. `x` and `dx` hold the plane's `h * w` values, `y` and `g` its `ho * wo`.
 pub(crate) fn backward_2x2(d: &PoolDims, x: &[f32], y: &[f32], g: &[f32], dx: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let fits = x.len() == d.h * d.w
-            && dx.len() == x.len()
-            && y.len() == d.ho * d.wo
-            && g.len() == y.len()
-            && 2 * d.ho <= d.h
-            && 2 * d.wo <= d.w;
+        let fits = fits(d, x.len(), y.len()) && dx.len() == x.len() && g.len() == y.len();
         if fits && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: AVX-512F was detected just above; the slice lengths were checked against
             // the dims the kernel indexes with.
@@ -38,6 +57,55 @@ mod x86 {
     /// The low `n` lanes (n <= 16).
     fn lanes(n: usize) -> __mmask16 {
         ((1u32 << n.min(16)) - 1) as __mmask16
+    }
+
+    /// Lane masks for `n <= 16` outputs: the outputs, and the first and second 16 of their
+    /// `2 n` input columns.
+    fn masks(n: usize) -> (__mmask16, __mmask16, __mmask16) {
+        (lanes(n), lanes(2 * n), lanes((2 * n).saturating_sub(16)))
+    }
+
+    /// # Safety
+    /// AVX-512F must be available; `x.len() == h * w`, `y.len() == ho * wo`, `2 * ho <= h`
+    /// and `2 * wo <= w`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn forward_2x2(d: &PoolDims, x: &[f32], y: &mut [f32]) {
+        let (w, wo) = (d.w, d.wo);
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        // `maxpool::step`: v replaces m when greater or a NaN.
+        let step = |m: __m512, v: __m512| {
+            let take =
+                _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, m) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+            _mm512_mask_blend_ps(take, m, v)
+        };
+        let xp = x.as_ptr();
+        for oh in 0..d.ho {
+            let r = 2 * oh * w;
+            let mut ow = 0;
+            while ow < wo {
+                let n = (wo - ow).min(16);
+                let (km, kl, kh) = masks(n);
+                // SAFETY: input columns 2 ow..2 (ow + n) of rows r and r + w, outputs
+                // oh wo + ow..+ n: in bounds as 2 (ow + n) <= w, r + 2 w <= h w and
+                // ow + n <= wo; masked-off lanes are not touched.
+                let (p0, p1) = (xp.add(r + 2 * ow), xp.add(r + w + 2 * ow));
+                let (a0, a1) = (
+                    _mm512_maskz_loadu_ps(kl, p0),
+                    _mm512_maskz_loadu_ps(kh, p0.add(16)),
+                );
+                let (b0, b1) = (
+                    _mm512_maskz_loadu_ps(kl, p1),
+                    _mm512_maskz_loadu_ps(kh, p1.add(16)),
+                );
+                let m = _mm512_permutex2var_ps(a0, even, a1);
+                let m = step(m, _mm512_permutex2var_ps(a0, odd, a1));
+                let m = step(m, _mm512_permutex2var_ps(b0, even, b1));
+                let m = step(m, _mm512_permutex2var_ps(b0, odd, b1));
+                _mm512_mask_storeu_ps(y.as_mut_ptr().add(oh * wo + ow), km, m);
+                ow += n;
+            }
+        }
     }
 
     /// # Safety
@@ -67,7 +135,7 @@ mod x86 {
                 // and r + w: in bounds as 2 (ow + n) <= 2 wo <= w and r + 2 w <= 2 ho w <= h w.
                 // Masked-off lanes are neither loaded nor stored (AVX-512 suppresses their
                 // faults).
-                let (km, kl, kh) = (lanes(n), lanes(2 * n), lanes((2 * n).saturating_sub(16)));
+                let (km, kl, kh) = masks(n);
                 let at = oh * wo + ow;
                 // SAFETY (all loads and stores below): the bounds argued above.
                 let m = _mm512_maskz_loadu_ps(km, y.as_ptr().add(at));
@@ -114,7 +182,7 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
-    use super::backward_2x2;
+    use super::{backward_2x2, forward_2x2};
     use quill_core::PoolDims;
 
     fn dims(h: usize, w: usize) -> PoolDims {
@@ -141,6 +209,7 @@ mod tests {
                 s ^= s << 5;
                 match s % 17 {
                     0 => f32::NAN,
+                    1 => -f32::NAN,
                     k if k < 8 => 0.0,
                     k => (k % 4) as f32 - 1.5,
                 }
@@ -148,8 +217,13 @@ mod tests {
             .collect()
     }
 
-    /// Bit for bit the portable loop, over row lengths around the 16-lane steps, and the
-    /// cells past an odd edge zeroed even when the output buffer starts dirty.
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    /// Bit for bit the portable loops (NaN payloads included: the two NaNs below differ),
+    /// over row lengths around the 16-lane steps, and the backward's cells past an odd edge
+    /// zeroed even when the output buffer starts dirty.
     #[test]
     fn matches_portable_loop_bits() {
         for (i, (h, w)) in [
@@ -167,27 +241,20 @@ mod tests {
         {
             let d = dims(h, w);
             let x = plane(h, w, i as u32);
-            let y: Vec<f32> = (0..d.ho * d.wo)
-                .map(|k| {
-                    let (oh, ow) = (k / d.wo, k % d.wo);
-                    let at = |r: usize, c: usize| x[(2 * oh + r) * w + 2 * ow + c];
-                    let v = [at(0, 0), at(0, 1), at(1, 0), at(1, 1)];
-                    v.into_iter().fold(
-                        f32::NEG_INFINITY,
-                        |m, v| if v > m || v.is_nan() { v } else { m },
-                    )
-                })
-                .collect();
+            let mut y = vec![f32::MAX; d.ho * d.wo];
+            crate::maxpool::forward_2x2(&d, &x, &mut y);
+            let mut got_y = vec![f32::MAX; y.len()];
+            if !forward_2x2(&d, &x, &mut got_y) {
+                eprintln!("no AVX-512F on this CPU: the portable loops alone are tested");
+                return;
+            }
+            assert_eq!(bits(&got_y), bits(&y), "forward {h}x{w}");
             let g: Vec<f32> = (0..y.len()).map(|k| 0.1 + k as f32 * 0.37).collect();
             let mut want = vec![f32::MAX; h * w];
             crate::maxpool::backward_2x2(&d, &x, &y, &g, &mut want);
             let mut got = vec![f32::MAX; h * w];
-            if !backward_2x2(&d, &x, &y, &g, &mut got) {
-                eprintln!("no AVX-512F on this CPU: the portable loop alone is tested");
-                return;
-            }
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "{h}x{w}");
+            assert!(backward_2x2(&d, &x, &y, &g, &mut got));
+            assert_eq!(bits(&got), bits(&want), "backward {h}x{w}");
         }
     }
 
@@ -196,6 +263,8 @@ mod tests {
     fn refuses_short_slices() {
         let d = dims(4, 6);
         let (x, y) = (vec![1.0f32; 24], vec![1.0f32; 6]);
+        assert!(!forward_2x2(&d, &x[..23], &mut y.clone()));
+        assert!(!forward_2x2(&d, &x, &mut y.clone()[..5]));
         let mut dx = vec![0.0f32; 24];
         assert!(!backward_2x2(&d, &x[..23], &y, &y, &mut dx));
         assert!(!backward_2x2(&d, &x, &y[..5], &y, &mut dx));
