@@ -250,6 +250,10 @@ fn odd_shapes_match_direct_convolution() {
         // One sample large enough for threaded GEMMs.
         case(1, 16, 32, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(1, 16, 32, (16, 16), (1, 1), (1, 1), (0, 0), (1, 1), 1),
+        // Fewer than 16 taps: the weight gradient as dot products (the CNN's first layer,
+        // rows of 784 = 49 x 16; and 9 taps over rows of 35 = 2 x 16 + 3, one sample).
+        case(4, 1, 16, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(1, 1, 5, (5, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     ];
     for (i, t) in cases.iter().enumerate() {
         check_case(t, 2000 + 10 * i as u64, View::Contiguous, DType::F64);
