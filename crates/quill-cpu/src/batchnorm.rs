@@ -13,8 +13,9 @@
 //! a CNN's BatchNorm + ReLU costs no pass of its own either way.
 //!
 //! Each (sample, channel) run of `inner` values is summed in the element type with 16 lanes
-//! (vectorised), the runs added in f64. Threads split the samples; each part's partial sums
-//! are added in part order, so results depend on the thread count only, not on scheduling.
+//! (vectorised), the runs added in f64. Threads share the samples in four parts each; the
+//! parts' partial sums are added in part order, so results depend on the thread count
+//! only, not on scheduling.
 
 use crate::simd::with_best_simd;
 use crate::storage::read;
@@ -77,13 +78,15 @@ fn sums<T: NormReal, const K: usize>(
     t
 }
 
-/// How many parts the samples split into: one below the grain, else one per thread.
+/// How many parts the samples split into: one below the grain, else four per thread, so
+/// that a thread slowed by a busy sibling core hands parts over instead of holding the
+/// others up (a fixed count for a fixed thread count keeps the sums deterministic).
 fn parts(d: &NormDims) -> usize {
     let t = rayon::current_num_threads();
     if t < 2 || d.n * d.c * d.inner < GRAIN {
         1
     } else {
-        t.min(d.n).max(1)
+        (4 * t).min(d.n).max(1)
     }
 }
 

@@ -475,7 +475,8 @@ fn backward_weight_t<T: ConvReal>(
     };
     let mut dw = vec![T::default(); len];
     if split {
-        let parts = rayon::current_num_threads().min(d.n);
+        // Four parts a thread: one slowed by a busy sibling core hands parts over.
+        let parts = (4 * rayon::current_num_threads()).min(d.n);
         let per = d.n.div_ceil(parts);
         let partials: Vec<Vec<T>> = (0..d.n.div_ceil(per))
             .into_par_iter()
