@@ -65,14 +65,38 @@ mod x86 {
         (lanes(n), lanes(2 * n), lanes((2 * n).saturating_sub(16)))
     }
 
+    /// The four elements of windows `ow..ow + n` whose top-left input is at `p` (rows `w`
+    /// apart), in window order: top-left, top-right, bottom-left, bottom-right, one lane per
+    /// window. `kl` / `kh` are `masks(n)`'s input masks; lanes past `n` are zero.
+    ///
+    /// # Safety
+    /// AVX-512F must be available; the `2 n` values at `p` and at `p + w` must be readable.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn windows(p: *const f32, w: usize, kl: __mmask16, kh: __mmask16) -> [__m512; 4] {
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        // SAFETY: the caller's bounds; masked-off lanes are not read (AVX-512 suppresses
+        // their faults).
+        let row = |q: *const f32| unsafe {
+            let (a, b) = (
+                _mm512_maskz_loadu_ps(kl, q),
+                _mm512_maskz_loadu_ps(kh, q.add(16)),
+            );
+            (
+                _mm512_permutex2var_ps(a, even, b),
+                _mm512_permutex2var_ps(a, odd, b),
+            )
+        };
+        let ((tl, tr), (bl, br)) = (row(p), row(p.add(w)));
+        [tl, tr, bl, br]
+    }
+
     /// # Safety
     /// AVX-512F must be available; `x.len() == h * w`, `y.len() == ho * wo`, `2 * ho <= h`
     /// and `2 * wo <= w`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn forward_2x2(d: &PoolDims, x: &[f32], y: &mut [f32]) {
         let (w, wo) = (d.w, d.wo);
-        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
         // `maxpool::step`: v replaces m when greater or a NaN.
         let step = |m: __m512, v: __m512| {
             let take =
@@ -89,19 +113,8 @@ mod x86 {
                 // SAFETY: input columns 2 ow..2 (ow + n) of rows r and r + w, outputs
                 // oh wo + ow..+ n: in bounds as 2 (ow + n) <= w, r + 2 w <= h w and
                 // ow + n <= wo; masked-off lanes are not touched.
-                let (p0, p1) = (xp.add(r + 2 * ow), xp.add(r + w + 2 * ow));
-                let (a0, a1) = (
-                    _mm512_maskz_loadu_ps(kl, p0),
-                    _mm512_maskz_loadu_ps(kh, p0.add(16)),
-                );
-                let (b0, b1) = (
-                    _mm512_maskz_loadu_ps(kl, p1),
-                    _mm512_maskz_loadu_ps(kh, p1.add(16)),
-                );
-                let m = _mm512_permutex2var_ps(a0, even, a1);
-                let m = step(m, _mm512_permutex2var_ps(a0, odd, a1));
-                let m = step(m, _mm512_permutex2var_ps(b0, even, b1));
-                let m = step(m, _mm512_permutex2var_ps(b0, odd, b1));
+                let [tl, tr, bl, br] = windows(xp.add(r + 2 * ow), w, kl, kh);
+                let m = step(step(step(tl, tr), bl), br);
                 _mm512_mask_storeu_ps(y.as_mut_ptr().add(oh * wo + ow), km, m);
                 ow += n;
             }
@@ -120,8 +133,6 @@ mod x86 {
         dx: &mut [f32],
     ) {
         let (w, wo) = (d.w, d.wo);
-        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
         let low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
         let high = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
         let one = _mm512_set1_ps(1.0);
@@ -140,22 +151,8 @@ mod x86 {
                 // SAFETY (all loads and stores below): the bounds argued above.
                 let m = _mm512_maskz_loadu_ps(km, y.as_ptr().add(at));
                 let gv = _mm512_maskz_loadu_ps(km, g.as_ptr().add(at));
-                let (p0, p1) = (xp.add(r + 2 * ow), xp.add(r + w + 2 * ow));
-                let (a0, a1) = (
-                    _mm512_maskz_loadu_ps(kl, p0),
-                    _mm512_maskz_loadu_ps(kh, p0.add(16)),
-                );
-                let (b0, b1) = (
-                    _mm512_maskz_loadu_ps(kl, p1),
-                    _mm512_maskz_loadu_ps(kh, p1.add(16)),
-                );
                 let eq = |v: __m512| _mm512_mask_cmp_ps_mask::<_CMP_EQ_OQ>(km, v, m);
-                let e = [
-                    eq(_mm512_permutex2var_ps(a0, even, a1)),
-                    eq(_mm512_permutex2var_ps(a0, odd, a1)),
-                    eq(_mm512_permutex2var_ps(b0, even, b1)),
-                    eq(_mm512_permutex2var_ps(b0, odd, b1)),
-                ];
+                let e = windows(xp.add(r + 2 * ow), w, kl, kh).map(eq);
                 let mut t = _mm512_maskz_mov_ps(e[0], one);
                 for &k in &e[1..] {
                     t = _mm512_add_ps(t, _mm512_maskz_mov_ps(k, one));

@@ -13,6 +13,7 @@
 //! - [`compare`]: exact (NaN-aware, sign-of-zero-aware) and tolerance comparisons.
 //! - [`dtypes`]: `with_dtype!` and the list of every dtype.
 //! - [`device`]: `device_test!`, one test body run on the CPU and (feature `cuda`) on GPU 0.
+//! - [`grads`]: gradient checks of the first and second order.
 //!
 //! Nothing here calls the code under test to compute an expected value: inputs are built with
 //! `from_vec` / `as_strided` / `Layout::contiguous`, and every result layout is recomputed from
@@ -23,6 +24,7 @@ pub mod chain;
 pub mod compare;
 pub mod device;
 pub mod dtypes;
+pub mod grads;
 pub mod index;
 pub mod layout_ops;
 pub mod prng;

@@ -5,8 +5,9 @@
 //! the thread count, and bad shapes.
 
 use quill::nn::{LayerNorm, Module};
-use quill::tensor::{grad, gradcheck, set_grad_enabled, BackwardOptions, GradcheckOptions, Tensor};
+use quill::tensor::{grad, BackwardOptions, Tensor};
 use quill::{s, DType, NDArray, Result};
+use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
@@ -177,41 +178,9 @@ fn layer_norm_gradcheck_first_and_second_order() -> Result<()> {
                 .mul(&r)?
                 .sum(None, false)
         };
-        let rep = gradcheck(first, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "first order {shape:?}: {rep}");
-        let vs: Vec<Tensor> = inputs
-            .iter()
-            .map(|t| {
-                let v = uniform(&mut rng, t.numel(), -1.0, 1.0);
-                Tensor::new(NDArray::from_vec(v, t.shape()).unwrap())
-            })
-            .collect();
-        let second = |t: &[Tensor]| -> Result<Tensor> {
-            // gradcheck perturbs under no_grad: take the inner gradient with a graph anyway.
-            let _mode = set_grad_enabled(true);
-            let fresh: Vec<Tensor>;
-            let t = if t.iter().all(|x| x.requires_grad()) {
-                t
-            } else {
-                fresh = t
-                    .iter()
-                    .map(|x| Tensor::from_array(x.array().clone(), true).unwrap())
-                    .collect();
-                &fresh[..]
-            };
-            let opts = BackwardOptions {
-                create_graph: true,
-                ..Default::default()
-            };
-            let gs = grad(&first(t)?, t, None, opts)?;
-            let mut acc = gs[0].mul(&vs[0])?.sum(None, false)?;
-            for (g, v) in gs.iter().zip(&vs).skip(1) {
-                acc = acc.add(&g.mul(v)?.sum(None, false)?)?;
-            }
-            Ok(acc)
-        };
-        let rep = gradcheck(second, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "second order {shape:?}: {rep}");
+        let (one, two) = gradcheck_two_orders(first, &inputs, &mut rng)?;
+        assert!(one.passed, "first order {shape:?}: {one}");
+        assert!(two.passed, "second order {shape:?}: {two}");
     }
     Ok(())
 }

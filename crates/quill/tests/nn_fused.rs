@@ -3,8 +3,9 @@
 //! strided inputs), `NDArray::dropout_mask` (values, rate, independence of the thread count,
 //! errors), and `in_pool`.
 
-use quill::tensor::{grad, gradcheck, set_grad_enabled, BackwardOptions, GradcheckOptions, Tensor};
+use quill::tensor::{grad, BackwardOptions, Tensor};
 use quill::{s, DType, NDArray, Result};
+use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
@@ -114,44 +115,9 @@ fn batch_norm_train_gradcheck_first_and_second_order() -> Result<()> {
             let (y, _, _) = t[0].batch_norm_train(&t[1], &t[2], 1e-5)?;
             y.mul(&r)?.sum(None, false)
         };
-        let rep = gradcheck(first, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "first order {shape:?}: {rep}");
-        // Second order: the gradient's contraction with fixed vectors, differentiated again
-        // (only correct if the backward is itself differentiable in x, w and b).
-        let vs: Vec<Tensor> = inputs
-            .iter()
-            .map(|t| {
-                let v = uniform(&mut rng, t.numel(), -1.0, 1.0);
-                Tensor::new(NDArray::from_vec(v, t.shape()).unwrap())
-            })
-            .collect();
-        let second = |t: &[Tensor]| -> Result<Tensor> {
-            // gradcheck evaluates its finite differences under no_grad, on constants: this
-            // function needs a graph to take the inner gradient either way.
-            let _mode = set_grad_enabled(true);
-            let fresh: Vec<Tensor>;
-            let t = if t.iter().all(|x| x.requires_grad()) {
-                t
-            } else {
-                fresh = t
-                    .iter()
-                    .map(|x| Tensor::from_array(x.array().clone(), true).unwrap())
-                    .collect();
-                &fresh[..]
-            };
-            let opts = BackwardOptions {
-                create_graph: true,
-                ..Default::default()
-            };
-            let gs = grad(&first(t)?, t, None, opts)?;
-            let mut acc = gs[0].mul(&vs[0])?.sum(None, false)?;
-            for (g, v) in gs.iter().zip(&vs).skip(1) {
-                acc = acc.add(&g.mul(v)?.sum(None, false)?)?;
-            }
-            Ok(acc)
-        };
-        let rep = gradcheck(second, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "second order {shape:?}: {rep}");
+        let (one, two) = gradcheck_two_orders(first, &inputs, &mut rng)?;
+        assert!(one.passed, "first order {shape:?}: {one}");
+        assert!(two.passed, "second order {shape:?}: {two}");
     }
     Ok(())
 }

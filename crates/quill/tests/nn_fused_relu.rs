@@ -6,8 +6,9 @@
 //! values, gradients and running statistics as the layers one by one, only while training.
 
 use quill::nn::{BatchNorm, Module, ReLU, Sequential, Tanh};
-use quill::tensor::{grad, gradcheck, set_grad_enabled, BackwardOptions, GradcheckOptions, Tensor};
+use quill::tensor::{grad, BackwardOptions, Tensor};
 use quill::{s, DType, NDArray, Result};
+use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
@@ -186,42 +187,9 @@ fn fused_relu_gradcheck_first_and_second_order() -> Result<()> {
             let (y, _, _) = t[0].batch_norm_relu_train(&t[1], &t[2], 1e-5)?;
             y.mul(&r)?.sum(None, false)
         };
-        let rep = gradcheck(first, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "first order {shape:?}: {rep}");
-        let vs: Vec<Tensor> = inputs
-            .iter()
-            .map(|t| {
-                let v = uniform(&mut rng, t.numel(), -1.0, 1.0);
-                Tensor::new(NDArray::from_vec(v, t.shape()).unwrap())
-            })
-            .collect();
-        let second = |t: &[Tensor]| -> Result<Tensor> {
-            // gradcheck's finite differences run under no_grad on constants: they get fresh
-            // leaves (over the same buffers) for the inner gradient; its analytic pass does not.
-            let _mode = set_grad_enabled(true);
-            let fresh: Vec<Tensor>;
-            let t = if t.iter().all(|x| x.requires_grad()) {
-                t
-            } else {
-                fresh = t
-                    .iter()
-                    .map(|x| Tensor::from_array(x.array().clone(), true).unwrap())
-                    .collect();
-                &fresh[..]
-            };
-            let opts = BackwardOptions {
-                create_graph: true,
-                ..Default::default()
-            };
-            let gs = grad(&first(t)?, t, None, opts)?;
-            let mut acc = gs[0].mul(&vs[0])?.sum(None, false)?;
-            for (g, v) in gs.iter().zip(&vs).skip(1) {
-                acc = acc.add(&g.mul(v)?.sum(None, false)?)?;
-            }
-            Ok(acc)
-        };
-        let rep = gradcheck(second, &inputs, GradcheckOptions::default())?;
-        assert!(rep.passed, "second order {shape:?}: {rep}");
+        let (one, two) = gradcheck_two_orders(first, &inputs, &mut rng)?;
+        assert!(one.passed, "first order {shape:?}: {one}");
+        assert!(two.passed, "second order {shape:?}: {two}");
     }
     Ok(())
 }
