@@ -221,13 +221,27 @@ impl NDArray {
 
     /// `value` (cast to this dtype) everywhere, in this array's shape, dtype and device.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<NDArray> {
-        let device = self.device();
+        NDArray::full_on(self.shape(), value, self.dtype(), self.device())
+    }
+
+    /// Zeros of `shape` and `dtype` made on `device` (`torch.zeros(..., device=)`).
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<NDArray> {
+        NDArray::full_on(shape, 0.0, dtype, device)
+    }
+
+    /// `full` made on `device`: on a GPU by a fill kernel there, with no host buffer and no
+    /// transfer.
+    pub fn full_on(
+        shape: &[usize],
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<NDArray> {
         if device == Device::Cpu {
-            return NDArray::full(self.shape(), value, self.dtype());
+            return NDArray::full(shape, value, dtype);
         }
-        let n = self.numel();
-        super::check_alloc("full_like", n, self.dtype)?;
-        let out = NDArray::fresh(Storage::for_overwrite(device, self.dtype, n)?, self.shape())?;
+        let n = checked_len("full", shape, dtype)?;
+        let out = NDArray::fresh(Storage::for_overwrite(device, dtype, n)?, shape)?;
         out.assign_scalar(value)?;
         Ok(out)
     }

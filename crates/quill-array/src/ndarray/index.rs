@@ -17,6 +17,17 @@ fn check_index_dtype(op: &'static str, index: &NDArray) -> Result<()> {
     }
 }
 
+/// `index` on `device`: positions follow the array they index (as a CPU index may pick from
+/// a GPU tensor in PyTorch's advanced indexing), so labels or token ids from a host data
+/// loader index GPU arrays without a `to_device` at every call.
+fn index_on(index: &NDArray, device: crate::Device) -> Result<NDArray> {
+    if index.device() == device {
+        Ok(index.clone())
+    } else {
+        index.to_device(device)
+    }
+}
+
 /// The layout of `a`'s element at position 0 of `axis` for every position of `shape` (which is
 /// no larger than `a` off the axis): the gather / scatter base, with stride 0 on `axis`.
 fn axis_base(a: &NDArray, axis: usize, shape: &[usize]) -> Result<Layout> {
@@ -67,7 +78,7 @@ fn gather_impl(op: &'static str, src: &NDArray, ax: usize, index: &NDArray) -> R
         let out = gather_impl(op, &src.view(&[1])?, 0, &index.view(&[1])?)?;
         return out.view(&[]);
     }
-    let [src, index] = colocate(op, [src, index])?;
+    let index = index_on(index, src.device())?;
     let shape = index.shape();
     if index.numel() == 0 {
         return NDArray::zeros(shape, src.dtype)?.to_device(src.device());
@@ -138,7 +149,8 @@ impl NDArray {
         } else {
             src.astype(self.dtype)
         };
-        let [out, index, src] = colocate(OP, [&out, index, &src])?;
+        let index = index_on(index, out.device())?;
+        let [out, index, src] = colocate(OP, [&out, &index, &src])?;
         let base = axis_base(&out, ax, index.shape())?;
         let along = Along {
             stride: out.strides()[ax],
@@ -174,8 +186,11 @@ impl NDArray {
         shape[ax] = index.numel();
         let mut along = vec![1isize; self.ndim()];
         along[ax] = index.numel() as isize;
-        // A stride-0 view: every row reads the same index entries.
-        let idx = index.view(&along)?.broadcast_to(&shape)?;
+        // A stride-0 view: every row reads the same index entries (moved first, so that a
+        // transfer copies the entries and not the broadcast).
+        let idx = index_on(index, self.device())?
+            .view(&along)?
+            .broadcast_to(&shape)?;
         gather_impl(OP, self, ax, &idx)
     }
 
@@ -211,7 +226,7 @@ impl NDArray {
         shape[ax] = self.shape()[ax];
         let src = self.broadcast_to(&shape)?;
         shape[ax] = index.shape()[ax];
-        let idx = index.broadcast_to(&shape)?;
+        let idx = index_on(index, self.device())?.broadcast_to(&shape)?;
         gather_impl(OP, &src, ax, &idx)
     }
 }

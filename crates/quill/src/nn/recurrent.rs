@@ -121,7 +121,11 @@ impl RecurrentParams {
     fn bias_hh_or_zeros(&self) -> Result<Tensor> {
         match &self.bias_hh {
             Some(b) => Ok(b.clone()),
-            None => Tensor::zeros(&[self.weight_hh.shape()[0]], self.weight_hh.dtype()),
+            None => Tensor::zeros_on(
+                &[self.weight_hh.shape()[0]],
+                self.weight_hh.dtype(),
+                self.weight_hh.device(),
+            ),
         }
     }
 }
@@ -283,7 +287,7 @@ pub(crate) fn run_stack(
     let initial = |s: Option<&Tensor>, k: usize| -> Result<Tensor> {
         match s {
             Some(s) => s.slice(&[SliceArg::Index(k as isize)])?.astype(dtype),
-            None => Tensor::zeros(&[batch, hidden], dtype),
+            None => Tensor::zeros_on(&[batch, hidden], dtype, x.device()),
         }
     };
     let mut seq = x.astype(dtype)?;
@@ -354,7 +358,7 @@ pub(crate) fn run_cell(
                 hint: format!(" (the {what} must be (batch, hidden_size) = {want:?})"),
             }),
             Some(s) => s.astype(dtype),
-            None => Tensor::zeros(&want, dtype),
+            None => Tensor::zeros_on(&want, dtype, x.device()),
         }
     };
     let h = state(h, "hidden state")?;

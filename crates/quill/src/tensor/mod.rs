@@ -241,6 +241,10 @@ impl Tensor {
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
         NDArray::zeros(shape, dtype).map(Tensor::new)
     }
+    /// Zeros made on `device` (a gradient's base, a default state next to GPU weights).
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        NDArray::zeros_on(shape, dtype, device).map(Tensor::new)
+    }
     pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
         NDArray::ones(shape, dtype).map(Tensor::new)
     }

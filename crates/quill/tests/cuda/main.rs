@@ -14,6 +14,7 @@ mod cases;
 mod check;
 #[cfg(feature = "cuda")]
 mod gpu_only;
+mod gradients;
 mod matmul;
 mod ops_elementwise;
 mod ops_reduce;

@@ -82,7 +82,7 @@ fn im2col(x: &Tensor, d: &ConvDims) -> Result<Tensor> {
             range(s.padding.0, s.padding.0 + h, 1),
             range(s.padding.1, s.padding.1 + wd, 1),
         ];
-        Tensor::zeros(&[n, hp, wp, c], x.dtype())?.slice_assign(&interior, &xt)?
+        Tensor::zeros_on(&[n, hp, wp, c], x.dtype(), x.device())?.slice_assign(&interior, &xt)?
     };
     let mut windows = Vec::with_capacity(d.kh * d.kw);
     for i in 0..d.kh {
@@ -182,7 +182,8 @@ fn composite_input_grad(
         let dcols = grad_matrix(&channels(g, 1, o0, o1)?)?
             .matmul(&weight_matrix(&channels(w, 0, o0, o1)?)?.mt()?)?;
         // A fresh leaf stands in for the input: its graph is im2col alone.
-        let z = Tensor::zeros(&[d.n, c1 - c0, d.h, d.w], g.dtype())?.requires_grad_(true)?;
+        let z = Tensor::zeros_on(&[d.n, c1 - c0, d.h, d.w], g.dtype(), g.device())?
+            .requires_grad_(true)?;
         let cols = im2col(&z, &sub)?;
         let opts = BackwardOptions {
             retain_graph: false,

@@ -16,7 +16,7 @@ impl Backward for Gather {
         "GatherBackward"
     }
     fn backward(&self, g: &Tensor, _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        let base = Tensor::zeros(&self.in_shape, g.dtype())?;
+        let base = Tensor::zeros_on(&self.in_shape, g.dtype(), g.device())?;
         Ok(vec![Some(base.scatter_add(self.axis, &self.index, g)?)])
     }
 }

@@ -70,7 +70,7 @@ impl Backward for Slice {
         "SliceBackward"
     }
     fn backward(&self, g: &Tensor, _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        let base = Tensor::zeros(&self.in_shape, g.dtype())?;
+        let base = Tensor::zeros_on(&self.in_shape, g.dtype(), g.device())?;
         Ok(vec![Some(base.slice_assign(&self.args, g)?)])
     }
 }
