@@ -80,9 +80,13 @@ pub fn run(o: Options) -> Result<(), String> {
         &corpus.valid
     };
     let baseline = q(unigram_perplexity(&corpus.train, &corpus.test, vocab))?;
-    let train = q(batchify(&corpus.train, o.batch_size))?;
-    let valid = q(batchify(eval_split, EVAL_BATCH))?;
-    let test = q(batchify(&corpus.test, EVAL_BATCH))?;
+    // The token ids live where the model does, so every window (inputs and targets) is a
+    // view there: no transfer per step, and the accuracy compares arrays on one device.
+    let on_device =
+        |tokens: &[usize], batch: usize| q(q(batchify(tokens, batch))?.to_device(o.device));
+    let train = on_device(&corpus.train, o.batch_size)?;
+    let valid = on_device(eval_split, EVAL_BATCH)?;
+    let test = on_device(&corpus.test, EVAL_BATCH)?;
     let model = q(LanguageModel::new(
         vocab,
         o.embedding,

@@ -21,6 +21,8 @@ fn training_steps_lower_the_loss_and_match_the_cpu(dev: Device) -> Result<()> {
     let x = randn3(&[8, 20], 18, DType::F32);
     let y = NDArray::from_vec(vec![0i64, 1, 2, 3, 0, 1, 2, 3], &[8])?;
     let mut losses = Vec::new();
+    // The largest |gradient| each parameter had on the CPU over the steps.
+    let mut peak = vec![0.0f64; cpu_m.parameters().len()];
     for _ in 0..3 {
         let lc = cross_entropy(
             &cpu_m.forward(&Tensor::new(x.clone()))?,
@@ -43,18 +45,35 @@ fn training_steps_lower_the_loss_and_match_the_cpu(dev: Device) -> Result<()> {
         dev_o.zero_grad();
         lc.backward()?;
         lg.backward()?;
+        for (k, ((n, c), (_, g))) in cpu_m
+            .named_parameters()
+            .iter()
+            .zip(dev_m.named_parameters())
+            .enumerate()
+        {
+            let (gc, gg) = (c.grad().expect("cpu grad"), g.grad().expect("device grad"));
+            assert_eq!(gg.device(), dev, "{n}'s gradient stays on {dev}");
+            assert_close(gg.array(), gc.array(), 1e-4, &format!("{n}'s gradient"));
+            peak[k] = f64s(gc.array()).iter().fold(peak[k], |m, v| m.max(v.abs()));
+        }
         cpu_o.step()?;
         dev_o.step()?;
     }
     // Three Adam steps on one fixed batch must make progress on it.
     assert!(losses[2] < losses[0], "loss on {dev}: {losses:?}");
-    for ((n, c), (_, g)) in cpu_m
+    for (k, ((n, c), (_, g))) in cpu_m
         .named_parameters()
         .iter()
         .zip(dev_m.named_parameters())
+        .enumerate()
     {
         assert_eq!(g.device(), dev, "{n} stays on {dev}");
-        assert_close(g.array(), c.array(), 1e-4, n);
+        // A bias feeding a batch norm has a gradient of exactly 0 in exact arithmetic, so
+        // its computed gradient is rounding noise, and Adam's normalised step (about lr in
+        // the direction of that noise's sign) differs between devices; such a parameter
+        // only has to stay within three steps of the CPU's.
+        let tol = if peak[k] < 1e-5 { 3.0 * 1e-2 } else { 1e-4 };
+        assert_close(g.array(), c.array(), tol, n);
     }
     Ok(())
 }
