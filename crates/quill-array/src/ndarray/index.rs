@@ -86,13 +86,13 @@ fn gather_impl(op: &'static str, src: &NDArray, ax: usize, index: &NDArray) -> R
     if src.shape()[ax] == 0 {
         return empty_axis_error(op, &index, ax);
     }
-    let base = axis_base(&src, ax, shape)?;
+    let base = axis_base(src, ax, shape)?;
     let along = Along {
         stride: src.strides()[ax],
         size: src.shape()[ax],
         axis: ax,
     };
-    let g = Reads::new([&src, &index]);
+    let g = Reads::new([src, &index]);
     let out = Storage::gather(op, (g.get(0), &base), (g.get(1), &index.layout), along)?;
     NDArray::fresh(out, shape)
 }
