@@ -8,6 +8,15 @@
 //!   samples, the partial sums added at the end; with fewer than 16 taps (a first layer on
 //!   1-channel images) as dot products of rows instead of a GEMM.
 //!
+//! When the output channels fill the GEMM's micro-tile columns (`Geom::transposed`), the
+//! forward and the weight gradient run transposed, with output channels as the GEMM's
+//! columns and the column matrix read in place as A by the direct kernel:
+//! `Y^T = col^T @ W^T` (then one small transpose into NCHW) and `dW^T += col @ dY^T`. Both
+//! GEMMs reduce over pixels or taps, the column matrix's long dimension, and the straight
+//! form had to transpose the whole column matrix to pack it (the weight gradient) or ran
+//! 32 output channels in 12-row tiles (the forward); transposed, only the (og, hw) gradient
+//! is repacked, and the tiles are full.
+//!
 //! Threads split the batch (each GEMM then runs on one thread); a single sample gives its
 //! GEMMs all the threads instead. A 1x1 kernel with stride 1 and no padding needs no column
 //! matrix: the input is already one. With unit strides and "same" padding (as many output as
@@ -88,6 +97,11 @@ struct Geom {
     direct: bool,
 }
 
+/// Output pixels times output channels of one group up to which the transposed GEMMs are
+/// used: their result (hw, og) and the packed weights stay in L2, since the direct kernel
+/// sweeps all of the result once per depth block instead of blocking it.
+const TRANSPOSED_MAX: usize = 1 << 16;
+
 impl Geom {
     fn new(d: &ConvDims) -> Geom {
         let g = d.spec.groups;
@@ -106,6 +120,14 @@ impl Geom {
     /// Multiply-adds of the whole convolution.
     fn work(&self) -> usize {
         self.d.n * self.d.o * self.kk * self.hw
+    }
+    /// Whether the forward and weight gradient run transposed (see the module header): on
+    /// one thread per GEMM, with output channels that fill `nr`-wide tiles (all full, or at
+    /// least four so the last one's waste is small) and a result that stays in L2.
+    fn transposed(&self, nr: usize, threads: usize) -> bool {
+        threads == 1
+            && (self.og.is_multiple_of(nr) || self.og >= 4 * nr)
+            && self.hw * self.og <= TRANSPOSED_MAX
     }
     /// Whether to split the batch across threads (else one sample's GEMMs use them all).
     fn threads(&self) -> (bool, usize) {
@@ -291,6 +313,19 @@ fn col2im<T: Real>(g: &Geom, col: &mut [T], dx: &mut [T]) {
     }
 }
 
+/// `dst (cols, rows) = src (rows, cols)^T`, both row-major: the tiled transpose copy, by bits.
+fn transpose_into<T: Real>(src: &[T], dst: &mut [T], rows: usize, cols: usize) {
+    use crate::transpose::Word;
+    let (r, c) = (rows as isize, cols as isize);
+    if size_of::<T>() == 4 {
+        let s: &[u32] = bytemuck::cast_slice(src);
+        u32::tile(bytemuck::cast_slice_mut(dst), 0, r, s, 0, 1, c, cols, rows);
+    } else {
+        let s: &[u64] = bytemuck::cast_slice(src);
+        u64::tile(bytemuck::cast_slice_mut(dst), 0, r, s, 0, 1, c, cols, rows);
+    }
+}
+
 fn float_dtype(op: &'static str, s: &CpuStorage) -> Result<DType> {
     match s.dtype() {
         d @ (DType::F32 | DType::F64) => Ok(d),
@@ -350,19 +385,33 @@ fn forward_t<T: ConvReal>(
     let out = T::slice_mut(&mut store).expect("allocated as T");
     let gemm = T::gemm();
     let (split, t) = g.threads();
-    let scratch = if g.direct { 0 } else { g.kk * g.hw };
-    per_sample(out, d.o * g.hw, split, scratch, |n, y, col| {
+    // A 1x1 layer's direct GEMM already writes NCHW from the input in place.
+    let tr = !g.direct && g.transposed(gemm.nr(), t);
+    let col_len = if g.direct { 0 } else { g.kk * g.hw };
+    let scratch = col_len + if tr { g.hw * g.og } else { 0 };
+    per_sample(out, d.o * g.hw, split, scratch, |n, y, scratch| {
+        let (col, yt) = scratch.split_at_mut(col_len);
         let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
         for gi in 0..d.spec.groups {
             let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
-            let b = if g.direct {
-                Mat::new(xg, 0, g.hw as isize, 1)
+            let cols: &[T] = if g.direct {
+                xg
             } else {
                 im2col(&g, xg, col);
-                Mat::new(&*col, 0, g.hw as isize, 1)
+                col
             };
-            let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
             let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+            if tr {
+                // Y^T (hw, og) = col^T (hw, kk) @ W^T (kk, og).
+                let a = Mat::new(cols, 0, 1, g.hw as isize);
+                let b = Mat::new(ws, gi * g.og * g.kk, 1, g.kk as isize);
+                if gemm.run_direct_a([g.hw, g.og, g.kk], &a, &b, yt, false) {
+                    transpose_into(yt, yg, g.hw, g.og);
+                    continue;
+                }
+            }
+            let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
+            let b = Mat::new(cols, 0, g.hw as isize, 1);
             gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
         }
     });
@@ -443,8 +492,11 @@ fn backward_weight_t<T: ConvReal>(
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let len = d.o * g.kk;
-    // The samples `range` summed into `acc` (o, kk, zeroed), with `col` as scratch.
+    let tr = g.kk >= FEW_TAPS && g.transposed(gemm.nr(), t);
+    // The samples `range` summed into `acc` (o, kk, zeroed), with `col` as scratch; transposed,
+    // into `acc_t` (per group kk x og), added onto `acc` at the end.
     let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
+        let mut acc_t = vec![T::default(); if tr { len } else { 0 }];
         let mut col = vec![T::default(); if g.direct { 0 } else { g.kk * g.hw }];
         for n in range {
             let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
@@ -457,8 +509,18 @@ fn backward_weight_t<T: ConvReal>(
                     im2col(&g, xg, &mut col);
                     &col[..]
                 };
-                let dst = &mut acc[gi * g.og * g.kk..(gi + 1) * g.og * g.kk];
+                let part = gi * g.og * g.kk..(gi + 1) * g.og * g.kk;
                 let gyg = &gyn[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+                if tr {
+                    // dW^T (kk, og) += col (kk, hw) @ dY^T (hw, og).
+                    let a = Mat::new(cols, 0, g.hw as isize, 1);
+                    let b = Mat::new(gyg, 0, 1, g.hw as isize);
+                    let sum = &mut acc_t[part.clone()];
+                    if gemm.run_direct_a([g.kk, g.og, g.hw], &a, &b, sum, true) {
+                        continue;
+                    }
+                }
+                let dst = &mut acc[part];
                 if g.kk < FEW_TAPS {
                     crate::simd::with_best_simd(
                         #[inline(always)]
@@ -470,6 +532,15 @@ fn backward_weight_t<T: ConvReal>(
                 let b = Mat::new(cols, 0, 1, g.hw as isize);
                 let a = Mat::new(gyg, 0, g.hw as isize, 1);
                 gemm.run_into([g.og, g.kk, g.hw], &a, &b, dst, t, true);
+            }
+        }
+        if tr {
+            let mut sum = vec![T::default(); g.og * g.kk];
+            for (dst, src) in acc.chunks_mut(g.og * g.kk).zip(acc_t.chunks(g.og * g.kk)) {
+                transpose_into(src, &mut sum, g.kk, g.og);
+                for (a, &v) in dst.iter_mut().zip(&sum) {
+                    *a = *a + v;
+                }
             }
         }
     };

@@ -254,6 +254,19 @@ fn odd_shapes_match_direct_convolution() {
         // rows of 784 = 49 x 16; and 9 taps over rows of 35 = 2 x 16 + 3, one sample).
         case(4, 1, 16, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(1, 1, 5, (5, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        // Output channels that fill the GEMM's 16- or 32-wide tiles: the forward and weight
+        // gradient run transposed. The CNN's second layer (196 pixels: 16 tiles of 12 and a
+        // 4-row one; a 196-deep weight gradient in two depth blocks); 216 taps (a two-block
+        // forward); strides and dilation; 32 channels a group; a 1x1 layer (its weight
+        // gradient reads the input in place); 136 channels (four full tiles and a part);
+        // and 2304 pixels x 32 channels, past the transposed size limit.
+        case(4, 16, 32, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(2, 24, 32, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(3, 4, 32, (9, 8), (3, 2), (2, 1), (1, 0), (1, 2), 1),
+        case(2, 8, 64, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 2),
+        case(3, 8, 32, (5, 7), (1, 1), (1, 1), (0, 0), (1, 1), 1),
+        case(2, 4, 136, (5, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(2, 2, 32, (48, 48), (3, 3), (1, 1), (1, 1), (1, 1), 1),
     ];
     for (i, t) in cases.iter().enumerate() {
         check_case(t, 2000 + 10 * i as u64, View::Contiguous, DType::F64);

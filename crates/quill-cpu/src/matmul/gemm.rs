@@ -114,6 +114,11 @@ impl<T, P> Gemm<T, P> {
         }
     }
 
+    /// The micro-tile's width: columns of C per B panel.
+    pub(crate) fn nr(&self) -> usize {
+        self.nr
+    }
+
     /// Whether [`Gemm::run_narrow`] may be called.
     pub(crate) fn narrows(&self) -> bool {
         self.narrows
@@ -348,6 +353,53 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         } else {
             self.nest([m, n, k], a, b, out, threads);
         }
+    }
+
+    /// `c (+)= a @ b` on one thread with A read in place by the direct kernel whatever the
+    /// product's size, B packed whole once per depth block (blocks of equal depth, at most
+    /// KC); `false` (nothing done) when this GEMM has no direct kernel, A's type needs
+    /// converting or n exceeds a column block. For callers whose A is laid out so that packing
+    /// it would only copy it (a convolution's column matrix, read as its transpose or as rows
+    /// that stay in L1 over one depth block).
+    pub(crate) fn run_direct_a<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        add: bool,
+    ) -> bool {
+        assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
+        let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) else {
+            return false;
+        };
+        if n > self.nc || SA::DEPTH != 1 {
+            return false;
+        }
+        if m == 0 || n == 0 {
+            return true;
+        }
+        if k == 0 {
+            if !add {
+                c.fill(T::default());
+            }
+            return true;
+        }
+        let ptr = c.as_mut_ptr();
+        // 196 deep in blocks of 192 would leave a 4-deep block that still sweeps all of C.
+        let step = k.div_ceil(k.div_ceil(self.kc));
+        for pc in (0..k).step_by(step) {
+            let kc = step.min(k - pc);
+            let out = Out {
+                ptr,
+                ldc: n,
+                add: add || pc > 0,
+                narrow: std::ptr::null_mut(),
+            };
+            let (ak, bk) = (a.shifted(0, pc), b.shifted(pc, 0));
+            self.unpacked_a(kernel, [m, n, kc], &ak, ad, &bk, out);
+        }
+        true
     }
 
     /// A product small enough (one depth block, one column block) to skip the loop nest: B
