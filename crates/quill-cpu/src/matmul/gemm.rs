@@ -202,6 +202,19 @@ pub(crate) fn with_scratch<T: bytemuck::Pod, R>(
     r
 }
 
+/// Handles a product with no work: checks that `c` is m x n, zeroes it for an empty depth
+/// (unless adding) and returns true when nothing is left to compute.
+fn empty_product<T: Real>([m, n, k]: [usize; 3], c: &mut [T], add: bool) -> bool {
+    assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
+    if m == 0 || n == 0 {
+        return true;
+    }
+    if k == 0 && !add {
+        c.fill(T::default());
+    }
+    k == 0
+}
+
 /// Where C lives: element (i, j) at `ptr + i * ldc + j`. Shared between threads that each
 /// write their own row blocks or column stripes, never the same element.
 #[derive(Clone, Copy)]
@@ -311,14 +324,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         add: bool,
         narrow: *mut u16,
     ) {
-        assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
-        if m == 0 || n == 0 {
-            return;
-        }
-        if k == 0 {
-            if !add {
-                c.fill(T::default());
-            }
+        if empty_product([m, n, k], c, add) {
             return;
         }
         let out = Out {
@@ -369,42 +375,50 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         c: &mut [T],
         add: bool,
     ) -> bool {
-        assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
         let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) else {
             return false;
         };
         if n > self.nc || SA::DEPTH != 1 {
             return false;
         }
-        if m == 0 || n == 0 {
-            return true;
-        }
-        if k == 0 {
-            if !add {
-                c.fill(T::default());
-            }
-            return true;
-        }
-        let ptr = c.as_mut_ptr();
-        // 196 deep in blocks of 192 would leave a 4-deep block that still sweeps all of C.
-        let step = k.div_ceil(k.div_ceil(self.kc));
-        for pc in (0..k).step_by(step) {
-            let kc = step.min(k - pc);
+        if !empty_product([m, n, k], c, add) {
             let out = Out {
-                ptr,
+                ptr: c.as_mut_ptr(),
                 ldc: n,
-                add: add || pc > 0,
+                add,
                 narrow: std::ptr::null_mut(),
             };
-            let (ak, bk) = (a.shifted(0, pc), b.shifted(pc, 0));
-            self.unpacked_a(kernel, [m, n, kc], &ak, ad, &bk, out);
+            self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
         }
         true
     }
 
-    /// A product small enough (one depth block, one column block) to skip the loop nest: B
-    /// packed whole, A read in place by the direct kernel `kernel`; `ad` is `a.data` as `P`.
+    /// A product that skips the loop nest (one column block): A read in place by the direct
+    /// kernel `kernel` (`ad` is `a.data` as `P`), B packed whole once per depth block. The
+    /// blocks are of equal depth, at most KC: 196 deep in blocks of 192 would leave a 4-deep
+    /// block that still sweeps all of C.
     fn unpacked_a<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        kernel: MicroKernel<T, P>,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        ad: &[P],
+        b: &Mat<SB>,
+        out: Out<T>,
+    ) {
+        let step = k.div_ceil(k.div_ceil(self.kc));
+        for pc in (0..k).step_by(step) {
+            let block = Out {
+                add: out.add || pc > 0,
+                ..out
+            };
+            let (ak, bk) = (a.shifted(0, pc), b.shifted(pc, 0));
+            self.unpacked_block(kernel, [m, n, step.min(k - pc)], &ak, ad, &bk, block);
+        }
+    }
+
+    /// One depth block (at most KC) of [`Gemm::unpacked_a`].
+    fn unpacked_block<SA: Pack<P>, SB: Pack<P>>(
         &self,
         kernel: MicroKernel<T, P>,
         [m, n, k]: [usize; 3],
