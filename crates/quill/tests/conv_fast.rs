@@ -256,12 +256,15 @@ fn odd_shapes_match_direct_convolution() {
         case(1, 1, 5, (5, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         // Output channels that fill the GEMM's 16- or 32-wide tiles: the forward and weight
         // gradient run transposed. The CNN's second layer (196 pixels: 16 tiles of 12 and a
-        // 4-row one; a 196-deep weight gradient in two depth blocks); 216 taps (a two-block
-        // forward); strides and dilation; 32 channels a group; a 1x1 layer (its weight
-        // gradient reads the input in place); 136 channels (four full tiles and a part);
-        // and 2304 pixels x 32 channels, past the transposed size limit.
+        // 4-row one; a 196-deep weight gradient, in two depth blocks where KC is 192 or
+        // less); 216 taps; 576 taps and 576 pixels (two depth blocks wherever KC is at most
+        // 512, the largest any kernel gets); strides and dilation; 32 channels a group; a 1x1
+        // layer (its weight gradient reads the input in place); 136 channels (four full tiles
+        // and a part); and 2304 pixels x 32 channels, past the transposed size limit.
         case(4, 16, 32, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(2, 24, 32, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(2, 64, 32, (6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(2, 4, 32, (24, 24), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(3, 4, 32, (9, 8), (3, 2), (2, 1), (1, 0), (1, 2), 1),
         case(2, 8, 64, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 2),
         case(3, 16, 32, (5, 7), (1, 1), (1, 1), (0, 0), (1, 1), 1),

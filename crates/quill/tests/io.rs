@@ -721,7 +721,14 @@ fn malformed_headers_give_errors() {
             .collect::<Vec<_>>()
             .join(",")
     );
-    raw(&h, &eight, "overflow");
+    // With overflow checks (debug builds) the reference parser's sum panics and is caught as
+    // an overflow; without them (release) it wraps, and the wrapped end misses the file's end.
+    let expect = if cfg!(debug_assertions) {
+        "overflow"
+    } else {
+        "do not end at the end of the file"
+    };
+    raw(&h, &eight, expect);
 }
 
 #[test]

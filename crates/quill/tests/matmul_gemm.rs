@@ -111,6 +111,7 @@ fn column_split_small_m() {
     let mut rng = Prng::new(12);
     let shapes = [
         (1, 300, 1000),
+        (1, 1100, 1000),
         (5, 513, 97),
         (32, 512, 512),
         (47, 130, 1001),
@@ -160,6 +161,43 @@ fn same_bits_for_any_thread_count() {
                     outside == one,
                     "{kern:?} {dt} {m}x{k}x{n}: outside the pool differs"
                 );
+            }
+        }
+    }
+}
+
+/// Products small enough for one stripe per thread: rows when A's packing costs more (a
+/// row-major A is transposed into its panels), columns when B's does (B transposed) or costs
+/// the same; A and B row-major, transposed, with negative steps and offsets; 2 and 3 threads
+/// (uneven stripes), against the f64 reference and bit for bit against one thread.
+#[test]
+fn stripes_of_rows_or_columns() {
+    let mut rng = Prng::new(31);
+    for kern in kernels() {
+        for dt in [DType::F32, DType::F64] {
+            let a = rand(&mut rng, &[301, 130], dt);
+            let at = rand(&mut rng, &[130, 301], dt).transpose(0, 1).unwrap();
+            let aw = rand(&mut rng, &[303, 260], dt);
+            let an = aw.slice(&s![1..302, ..;-2]).unwrap();
+            let an = an.slice(&s![..;-1, ..]).unwrap();
+            let b = rand(&mut rng, &[130, 200], dt);
+            let bt = rand(&mut rng, &[200, 130], dt).transpose(0, 1).unwrap();
+            let cases = [
+                (&a, &b, "rows: A @ B"),
+                (&an, &b, "rows: reversed stepped A @ B"),
+                (&at, &b, "columns: A^T @ B"),
+                (&a, &bt, "columns: A @ B^T"),
+                (&an, &bt, "columns: reversed stepped A @ B^T"),
+            ];
+            for (a, b, what) in cases {
+                let run = |t| on_threads(t, || with_kernel(kern, || a.matmul(b).unwrap()).unwrap());
+                let one = f64s(&run(1));
+                for t in [2, 3] {
+                    let ctx = format!("{kern:?} {dt} {t}t {what}");
+                    let got = run(t);
+                    check_against(a, b, &got, &ctx);
+                    assert!(f64s(&got) == one, "{ctx}: differs from one thread");
+                }
             }
         }
     }
@@ -465,7 +503,13 @@ fn few_rows_read_b_in_place() {
     let mut rng = Prng::new(21);
     for kern in kernels() {
         for dt in [DType::F32, DType::F64] {
-            for (m, k, n) in [(1, 300, 96), (5, 40, 100), (36, 450, 70), (37, 33, 130)] {
+            for (m, k, n) in [
+                (1, 300, 96),
+                (5, 40, 100),
+                (36, 450, 70),
+                (36, 1100, 70),
+                (37, 33, 130),
+            ] {
                 let a = rand(&mut rng, &[m, k], dt);
                 let plain = rand(&mut rng, &[k, n], dt);
                 let rev = rand(&mut rng, &[k, n], dt);

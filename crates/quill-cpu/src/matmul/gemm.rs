@@ -57,8 +57,13 @@ impl<T, P> Gemm<T, P> {
     /// The block sizes for caches `c` (the BLIS analytic model, simplified): a B micro-panel
     /// (KC x NR) fills half of L1d, leaving room for the A micro-panel and C tile streaming
     /// through; the A block (MC x KC) half of L2; the shared B block (KC x NC) a quarter of L3.
-    /// On a Zen 3 (32 KiB L1d, 512 KiB L2) this gives the hand-tuned AVX2 f32 sizes
-    /// (KC 256, MC 252); on a Zen 4 / Zen 5 (48 KiB, 1 MiB) AVX-512 f32 gets KC 192, MC 672.
+    /// A kernel call must also be long against its C tile's trip (loaded and stored once per
+    /// call, its rows often in one L1 set): at least 32 steps per cache line of the tile. That
+    /// lengthens only the AVX-512 tiles (24 lines each, 512 steps): on a 2-core Xeon (Emerald
+    /// Rapids), one thread, f32 1024^3 ran 125 GFLOP/s at KC 192 and 142 at 512, while the AVX2
+    /// kernel (6 lines) ran alike from 256 to 768. On a Zen 3 (32 KiB L1d, 512 KiB L2) this
+    /// gives the hand-tuned AVX2 f32 sizes (KC 256, MC 252); on a Zen 4 (48 KiB, 1 MiB)
+    /// AVX-512 f32 gets KC 512, MC 252.
     pub(crate) fn for_caches(
         kernel: MicroKernel<T, P>,
         mr: usize,
@@ -66,9 +71,11 @@ impl<T, P> Gemm<T, P> {
         depth: usize,
         c: CacheSizes,
     ) -> Self {
+        let l1 = c.l1d / 2 / (nr * size_of::<P>());
+        let tile_lines = (mr * nr * size_of::<T>()).div_ceil(64);
         // A multiple of 16 steps: AMX tiles take 16 pairs at a time, so only a product's last
         // depth block is padded.
-        let steps = (c.l1d / 2 / (nr * size_of::<P>()) / 16 * 16).clamp(32, 512);
+        let steps = (l1.max(32 * tile_lines) / 16 * 16).clamp(32, 512);
         Self::for_steps(kernel, mr, nr, depth, steps, c)
     }
 
@@ -338,27 +345,49 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                 return self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
             }
         }
-        let panels = n.div_ceil(self.nr);
-        // Too few row tiles to give each thread a balanced share of row blocks, or a product
-        // small enough that meeting once per depth block (and again to pack B) costs more
-        // than packing A once per thread: give each thread a stripe of columns instead. Each
-        // stripe packs its own B columns and the whole of A, and the threads meet once.
-        if threads > 1
-            && (m.div_ceil(self.mr) < 4 * threads || m * n * k <= STRIPE_WORK)
-            && panels >= 2
-        {
-            let stripes = threads.min(panels);
-            let per = panels.div_ceil(stripes) * self.nr;
-            par::for_each(stripes, threads, |s| {
+        let costs = [SA::pack_cost(a.rs, a.cs), SB::pack_cost(b.cs, b.rs)];
+        match self.split([m, n, k], costs, threads) {
+            Split::Rows(per) => par::for_each(threads, threads, |s| {
+                let i0 = s * per;
+                if i0 < m {
+                    let h = per.min(m - i0);
+                    self.nest([h, n, k], &a.shifted(i0, 0), b, out.shifted(i0, 0), 1);
+                }
+            }),
+            Split::Columns(stripes, per) => par::for_each(stripes, threads, |s| {
                 let j0 = s * per;
                 if j0 < n {
                     let w = per.min(n - j0);
                     self.nest([m, w, k], a, &b.shifted(0, j0), out.shifted(0, j0), 1);
                 }
-            });
-        } else {
-            self.nest([m, n, k], a, b, out, threads);
+            }),
+            Split::Blocks => self.nest([m, n, k], a, b, out, threads),
         }
+    }
+
+    /// How `threads` threads share an m x n x k product whose operands cost `[a, b]` per value
+    /// to pack (`Pack::pack_cost`).
+    ///
+    /// A product small enough that meeting once per depth block (and again to pack B) costs
+    /// more than packing one operand once per thread gives each thread a stripe of its own, and
+    /// the threads meet once. A stripe of rows packs its rows of A and the whole of B, a stripe
+    /// of columns the reverse; the split that packs less per thread wins. Rows need at least
+    /// four row tiles per thread to balance; with fewer, even a large product takes columns.
+    fn split(&self, [m, n, k]: [usize; 3], [ca, cb]: [usize; 2], threads: usize) -> Split {
+        let (panels, tiles, t) = (n.div_ceil(self.nr), m.div_ceil(self.mr), threads);
+        let small = m * n * k <= STRIPE_WORK;
+        if t > 1
+            && small
+            && tiles >= 4 * t
+            && ca * m * k / t + cb * k * n < ca * m * k + cb * k * n / t
+        {
+            return Split::Rows(tiles.div_ceil(t) * self.mr);
+        }
+        if t > 1 && (tiles < 4 * t || small) && panels >= 2 {
+            let stripes = t.min(panels);
+            return Split::Columns(stripes, panels.div_ceil(stripes) * self.nr);
+        }
+        Split::Blocks
     }
 
     /// `c (+)= a @ b` on one thread with A read in place by the direct kernel whatever the
@@ -406,7 +435,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         b: &Mat<SB>,
         out: Out<T>,
     ) {
-        let step = k.div_ceil(k.div_ceil(self.kc));
+        let step = self.depth_step(k, 1);
         for pc in (0..k).step_by(step) {
             let block = Out {
                 add: out.add || pc > 0,
@@ -415,6 +444,15 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             let (ak, bk) = (a.shifted(0, pc), b.shifted(pc, 0));
             self.unpacked_block(kernel, [m, n, step.min(k - pc)], &ak, ad, &bk, block);
         }
+    }
+
+    /// The depth of a product's blocks: as equal as multiples of `unit` allow, at most KC
+    /// (with KC 512, 600 deep runs as 304 + 296, not 512 + 88, whose thin block would still
+    /// sweep all of C).
+    fn depth_step(&self, k: usize, unit: usize) -> usize {
+        k.div_ceil(k.div_ceil(self.kc))
+            .next_multiple_of(unit)
+            .min(self.kc)
     }
 
     /// One depth block (at most KC) of [`Gemm::unpacked_a`].
@@ -516,15 +554,17 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         let mc = m.div_ceil(blocks).next_multiple_of(mr);
         let steps = SA::steps;
         let in_place = self.b_in_place(m, [k, n], b);
-        let (kc_max, nc_max) = (self.kc.min(k), self.nc.min(n).next_multiple_of(nr));
+        // Whole AMX tiles (16 packed steps) in every block but the last.
+        let kstep = self.depth_step(k, 16 * SA::DEPTH);
+        let (kc_max, nc_max) = (kstep.min(k), self.nc.min(n).next_multiple_of(nr));
         let nc_max = if in_place.is_some() { nr } else { nc_max };
         with_scratch(&PACK_B, steps(kc_max) * nc_max, |bpack: &mut [P]| {
             for jc in (0..n).step_by(self.nc) {
                 let nc = self.nc.min(n - jc);
                 // Read in place: every full panel; only a partial last one is packed.
                 let direct = if in_place.is_some() { nc / nr * nr } else { 0 };
-                for pc in (0..k).step_by(self.kc) {
-                    let kc = self.kc.min(k - pc);
+                for pc in (0..k).step_by(kstep) {
+                    let kc = kstep.min(k - pc);
                     let panel_len = nr * steps(kc);
                     let bp = &mut bpack[..(nc - direct).div_ceil(nr) * panel_len];
                     let panel = |(q, dst): (usize, &mut [P])| {
@@ -561,6 +601,17 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             }
         })
     }
+}
+
+/// How a product's threads share it (`Gemm::split`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Split {
+    /// One stripe of this many rows per thread.
+    Rows(usize),
+    /// This many stripes of this many columns.
+    Columns(usize, usize),
+    /// The loop nest's row blocks, B packed by all threads together per depth block.
+    Blocks,
 }
 
 /// One (jc, pc) step: a packed B block and where it sits.
@@ -667,7 +718,7 @@ mod tests {
             Gemm::for_caches(k, 6, 16, 1, zen3()).sizes(),
             [6, 16, 256, 252, 4096]
         );
-        // 48 KiB L1d, 1 MiB L2, AVX-512 f32 tile.
+        // 48 KiB L1d, 1 MiB L2, AVX-512 f32 tile: its 24-line C tile asks for 512 steps.
         let zen4 = CacheSizes {
             l1d: 48 << 10,
             l2: 1 << 20,
@@ -675,11 +726,13 @@ mod tests {
         };
         assert_eq!(
             Gemm::for_caches(k, 12, 32, 1, zen4).sizes(),
-            [12, 32, 192, 672, 4096]
+            [12, 32, 512, 252, 4096]
         );
+        // The AVX2 tile there (6 lines) keeps the L1 rule's depth.
+        assert_eq!(Gemm::for_caches(k, 6, 16, 1, zen4).sizes()[2], 384);
         // bf16 pairs: the same bytes per step, twice the depth.
         let p = Gemm::<f32, u32>::for_caches(|_| {}, 12, 32, 2, zen4).sizes();
-        assert_eq!(p, [12, 32, 384, 672, 4096]);
+        assert_eq!(p, [12, 32, 1024, 252, 4096]);
         // AMX's deep blocks: 2048 depth values, A blocks of half of a 2 MiB L2.
         let spr = CacheSizes {
             l1d: 48 << 10,
@@ -688,7 +741,8 @@ mod tests {
         };
         let p = Gemm::<f32, u32>::for_steps(|_| {}, 32, 32, 2, 1024, spr).sizes();
         assert_eq!(p, [32, 32, 2048, 256, 4096]);
-        // Tiny caches clamp to the smallest workable blocks.
+        // Tiny caches clamp to the smallest workable blocks, but for the depth the C tile
+        // asks (4 lines, 128 steps).
         let tiny = CacheSizes {
             l1d: 1,
             l2: 1,
@@ -696,8 +750,39 @@ mod tests {
         };
         assert_eq!(
             Gemm::for_caches(k, 4, 16, 1, tiny).sizes(),
-            [4, 16, 32, 4, 16]
+            [4, 16, 128, 4, 16]
         );
+        // Equal depth blocks, whole multiples of the unit but for the last.
+        let g = Gemm::for_caches(k, 12, 32, 1, zen4);
+        assert_eq!(g.depth_step(600, 16), 304);
+        assert_eq!(g.depth_step(1024, 16), 512);
+        assert_eq!(g.depth_step(1025, 16), 352);
+        assert_eq!(g.depth_step(5, 16), 16);
+        assert_eq!(g.depth_step(196, 1), 196);
+    }
+
+    /// Stripes of rows when A's packing costs more per thread, of columns when B's does or
+    /// when there are too few row tiles; the loop nest's row blocks for large products.
+    #[test]
+    fn split_weighs_packing() {
+        let g = Gemm::for_caches(kernels::generic::<f32, 4, 16, false>, 12, 32, 1, zen3());
+        // Row-major A (a transpose, cost 3), row-major B (a copy, 1).
+        assert_eq!(g.split([256, 256, 256], [3, 1], 2), Split::Rows(132));
+        assert_eq!(g.split([1000, 128, 384], [3, 1], 2), Split::Rows(504));
+        assert_eq!(g.split([256, 256, 256], [3, 1], 3), Split::Rows(96));
+        // A column-major (a copy), B transposed; or equal costs.
+        assert_eq!(g.split([256, 256, 256], [1, 3], 2), Split::Columns(2, 128));
+        assert_eq!(g.split([256, 256, 256], [3, 3], 2), Split::Columns(2, 128));
+        // Too few row tiles (3, under four a thread), small or not.
+        assert_eq!(g.split([32, 512, 512], [3, 1], 2), Split::Columns(2, 256));
+        assert_eq!(
+            g.split([32, 4096, 4096], [3, 1], 2),
+            Split::Columns(2, 2048)
+        );
+        // Large, or one thread, or one panel.
+        assert_eq!(g.split([1024, 1024, 1024], [3, 1], 2), Split::Blocks);
+        assert_eq!(g.split([256, 256, 256], [3, 1], 1), Split::Blocks);
+        assert_eq!(g.split([40, 20, 40], [1, 3], 2), Split::Blocks);
     }
 
     /// A splitmix-style generator: values in [-1, 1).
@@ -727,7 +812,7 @@ mod tests {
             let g = super::super::with_kernel(kern, select_f32).unwrap();
             let g = Gemm {
                 direct: g.direct,
-                ..Gemm::for_caches(g.kernel, g.mr, g.nr, 1, tiny)
+                ..Gemm::for_steps(g.kernel, g.mr, g.nr, 1, 32, tiny)
             };
             for (m, k, n) in [
                 (1, 1, 1),
