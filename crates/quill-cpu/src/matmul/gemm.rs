@@ -16,7 +16,6 @@ use super::cache::CacheSizes;
 use super::kernels::{self, Kernel, MicroKernel, Tile};
 use super::pack::{Mat, Pack};
 use super::par;
-use rayon::prelude::*;
 use std::cell::Cell;
 use std::ops::{Add, Mul};
 use std::thread::LocalKey;
@@ -572,7 +571,21 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
                     if threads > 1 && kc * nc >= 1 << 15 && direct == 0 {
-                        bp.par_chunks_mut(panel_len).enumerate().for_each(panel);
+                        // One run of whole panels per thread, through `par::for_each` so that
+                        // the caller packs too instead of waiting on the pool.
+                        let per = (nc - direct).div_ceil(nr).div_ceil(threads) * panel_len;
+                        let runs: Vec<std::sync::Mutex<(usize, &mut [P])>> = bp
+                            .chunks_mut(per)
+                            .enumerate()
+                            .map(|(s, run)| std::sync::Mutex::new((s * per / panel_len, run)))
+                            .collect();
+                        par::for_each(runs.len(), threads, |s| {
+                            let mut run = runs[s].lock().unwrap_or_else(|e| e.into_inner());
+                            let q0 = run.0;
+                            for (q, dst) in run.1.chunks_mut(panel_len).enumerate() {
+                                panel((q0 + q, dst));
+                            }
+                        });
                     } else {
                         SB::pack_b_block(bp, b, pc, kc, jc + direct, nc - direct, nr);
                     }
