@@ -3,10 +3,12 @@
 //! blocks of about MC (each thread packs its own MC x KC block of A), then NR-wide and MR-tall
 //! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
 //! (`cache.rs`): a B micro-panel (KC x NR) stays in L1 while the A block (MC x KC) stays in L2
-//! and the B block (KC x NC) in L3 (AMX, which reads its tiles from L2 nearly as fast, takes
-//! 2048-deep blocks instead: `Gemm::for_steps`). When m is too small to give every thread row
-//! blocks, or the product is at most about 512^3, the threads take column stripes instead (one
-//! meeting per product). Products up to about 64^3 skip the nest: B is packed whole and a direct kernel
+//! and the B block (KC x NC) in L3, with KC raised where the C tile is large (AVX-512: 512
+//! steps) and for AMX, which reads its tiles from L2 nearly as fast (2048-deep blocks:
+//! `Gemm::for_steps`). When m is too small to give every thread row blocks, or the product is
+//! at most about 512^3, each thread takes a stripe of its own instead (one meeting per
+//! product): of rows or of columns, whichever packs less (`Gemm::split`). Products up to about
+//! 64^3 skip the nest: B is packed whole and a direct kernel
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
 //! place instead of packing it. A kernel that narrows (AMX bf16) writes its last depth
 //! block's tiles straight to the bf16 result; C then only carries sums between depth blocks.
@@ -174,8 +176,8 @@ thread_local! {
 /// then sits in L1 and each of its values is used by few B panels, so a copy would not pay).
 const DIRECT_WORK: usize = 1 << 18;
 
-/// Multiply-adds up to which a product on several threads is split into column stripes
-/// whatever its shape (about 512^3).
+/// Multiply-adds up to which a product on several threads is split into stripes (of rows or
+/// columns) whatever its shape (about 512^3).
 const STRIPE_WORK: usize = 1 << 27;
 
 /// Rows of A up to which a product reads a unit-stride f32 / f64 B in place (see
