@@ -424,9 +424,8 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     }
 
     /// A product that skips the loop nest (one column block): A read in place by the direct
-    /// kernel `kernel` (`ad` is `a.data` as `P`), B packed whole once per depth block. The
-    /// blocks are of equal depth, at most KC: 196 deep in blocks of 192 would leave a 4-deep
-    /// block that still sweeps all of C.
+    /// kernel `kernel` (`ad` is `a.data` as `P`), B packed whole once per depth block (blocks
+    /// of equal depth, [`Gemm::depth_step`]).
     fn unpacked_a<SA: Pack<P>, SB: Pack<P>>(
         &self,
         kernel: MicroKernel<T, P>,
@@ -568,24 +567,17 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     let kc = kstep.min(k - pc);
                     let panel_len = nr * steps(kc);
                     let bp = &mut bpack[..(nc - direct).div_ceil(nr) * panel_len];
-                    let panel = |(q, dst): (usize, &mut [P])| {
+                    let panel = |q: usize, dst: &mut [P]| {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
                     if threads > 1 && kc * nc >= 1 << 15 && direct == 0 {
-                        // One run of whole panels per thread, through `par::for_each` so that
-                        // the caller packs too instead of waiting on the pool.
-                        let per = (nc - direct).div_ceil(nr).div_ceil(threads) * panel_len;
-                        let runs: Vec<std::sync::Mutex<(usize, &mut [P])>> = bp
-                            .chunks_mut(per)
-                            .enumerate()
-                            .map(|(s, run)| std::sync::Mutex::new((s * per / panel_len, run)))
-                            .collect();
-                        par::for_each(runs.len(), threads, |s| {
-                            let mut run = runs[s].lock().unwrap_or_else(|e| e.into_inner());
-                            let q0 = run.0;
-                            for (q, dst) in run.1.chunks_mut(panel_len).enumerate() {
-                                panel((q0 + q, dst));
+                        // One run of whole panels per thread, through `par` so that the
+                        // caller packs too instead of waiting on the pool.
+                        let per = (nc - direct).div_ceil(nr).div_ceil(threads);
+                        par::for_each_chunk(bp, per * panel_len, threads, |s, run| {
+                            for (q, dst) in run.chunks_mut(panel_len).enumerate() {
+                                panel(s * per + q, dst);
                             }
                         });
                     } else {

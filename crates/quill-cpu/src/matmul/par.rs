@@ -67,6 +67,25 @@ pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) 
     claim(&shared, parts, job);
 }
 
+/// `f(i, chunk)` for each `len`-long chunk `i` of `data` (the last may be shorter), through
+/// [`for_each`]: each chunk is claimed once, so the mutable borrows never overlap.
+pub(crate) fn for_each_chunk<T: Send, F: Fn(usize, &mut [T]) + Sync>(
+    data: &mut [T],
+    len: usize,
+    threads: usize,
+    f: F,
+) {
+    // A lock per chunk hands its `&mut` to whichever thread claims it; never contended.
+    let chunks: Vec<std::sync::Mutex<&mut [T]>> = data
+        .chunks_mut(len.max(1))
+        .map(std::sync::Mutex::new)
+        .collect();
+    for_each(chunks.len(), threads, |i| {
+        let mut c = chunks[i].lock().unwrap_or_else(|e| e.into_inner());
+        f(i, &mut c)
+    });
+}
+
 /// Runs parts until none is left unclaimed.
 fn claim(s: &Shared, parts: usize, job: &(dyn Fn(usize) + Sync)) {
     loop {
@@ -106,6 +125,22 @@ mod tests {
                     "{parts} parts, {threads} threads"
                 );
             }
+        }
+    }
+
+    /// Every chunk once, as the right slice of the data, the last one short.
+    #[test]
+    fn every_chunk_once() {
+        for (n, len, threads) in [(0, 3, 2), (10, 3, 2), (9, 3, 3), (5, 8, 2), (7, 1, 4)] {
+            let mut data = vec![0usize; n];
+            super::for_each_chunk(&mut data, len, threads, |i, c| {
+                assert!(!c.is_empty() && c.len() <= len);
+                for (j, x) in c.iter_mut().enumerate() {
+                    *x += i * len + j + 1;
+                }
+            });
+            let want: Vec<usize> = (1..=n).collect();
+            assert_eq!(data, want, "{n} values in chunks of {len}");
         }
     }
 
