@@ -12,6 +12,9 @@
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
 //! place instead of packing it. A kernel that narrows (AMX bf16) writes its last depth
 //! block's tiles straight to the bf16 result; C then only carries sums between depth blocks.
+//! The SIMD kernels come in shorter and narrower stampings (`Stamps`: thirds of MR, one or
+//! two vectors) for a matrix's last row tile and column panel, so an edge costs about what it
+//! computes, and threads' shares of rows need only be multiples of the shortest stamping.
 
 use super::active_kernel;
 use super::cache::CacheSizes;
@@ -43,6 +46,9 @@ pub(crate) struct Gemm<T, P = T> {
     kernel: MicroKernel<T, P>,
     /// The same kernel reading A unpacked, for products too small to repay packing A.
     direct: Option<MicroKernel<T, P>>,
+    /// Shorter and narrower stampings of the kernel for a matrix's last row tile and column
+    /// panel, so that a 64-row product's 4-row edge does not cost a whole 12-row tile.
+    stamps: Option<Stamps<T, P>>,
     /// The kernel can round its last depth block's sums to bf16 and store them itself
     /// (`Tile::narrow`), so a bf16 product needs no separate pass over an f32 result.
     narrows: bool,
@@ -102,6 +108,7 @@ impl<T, P> Gemm<T, P> {
             nc,
             kernel,
             direct: None,
+            stamps: None,
             narrows: false,
         }
     }
@@ -112,6 +119,47 @@ impl<T, P> Gemm<T, P> {
             direct: Some(k),
             ..self
         }
+    }
+
+    /// This GEMM with its kernel's edge stampings (`kernel` and `direct` become the full ones).
+    pub(crate) fn with_stamps(self, stamps: Stamps<T, P>) -> Self {
+        debug_assert!(stamps.rows[2] == self.mr && stamps.cols[1] == self.nr);
+        Gemm {
+            kernel: stamps.packed[2][1],
+            direct: Some(stamps.direct[2][1]),
+            stamps: Some(stamps),
+            ..self
+        }
+    }
+
+    /// The granule of a thread's share of rows: the shortest stamping's height, so that shares
+    /// come out nearly equal (256 rows on 2 threads: 128 each, ten tiles and an 8-row edge,
+    /// not 132 and 124), or MR without stampings.
+    fn row_unit(&self) -> usize {
+        self.stamps.as_ref().map_or(self.mr, |s| s.rows[0])
+    }
+
+    /// The kernel for an `mr x nr` tile: the smallest stamping that covers it, or `full` (the
+    /// GEMM's packed or direct kernel) when there are no stampings.
+    fn kernel_for(
+        &self,
+        full: MicroKernel<T, P>,
+        direct: bool,
+        mr: usize,
+        nr: usize,
+    ) -> MicroKernel<T, P> {
+        match (&self.stamps, self.stamp_at(mr, nr)) {
+            (Some(s), Some((r, c))) if direct => s.direct[r][c],
+            (Some(s), Some((r, c))) => s.packed[r][c],
+            _ => full,
+        }
+    }
+
+    /// Which stamping (`[rows][columns]` index into [`Stamps`]) serves an `mr x nr` tile.
+    fn stamp_at(&self, mr: usize, nr: usize) -> Option<(usize, usize)> {
+        let s = self.stamps.as_ref()?;
+        let r = s.rows.iter().position(|&r| mr <= r).unwrap_or(2);
+        Some((r, usize::from(nr > s.cols[0])))
     }
 
     /// This GEMM, its kernel honouring `Tile::narrow`.
@@ -139,15 +187,54 @@ impl<T, P> Gemm<T, P> {
     }
 }
 
+/// A SIMD kernel stamped for thirds of its MR rows and for one or both of its two vectors of
+/// columns (`kernels::simd_kernel`): `packed[r][c]` computes `rows[r]` x `cols[c]` tiles.
+#[derive(Clone, Copy)]
+pub(crate) struct Stamps<T, P> {
+    rows: [usize; 3],
+    cols: [usize; 2],
+    packed: [[MicroKernel<T, P>; 2]; 3],
+    direct: [[MicroKernel<T, P>; 2]; 3],
+}
+
+/// The [`Stamps`] of SIMD kernel `$k`, whose MR is `$mr` and whose vectors hold `$lanes`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! stamps {
+    ($k:path, $mr:literal, $lanes:literal) => {{
+        use $k as k;
+        const R1: usize = $mr / 3;
+        const R2: usize = 2 * $mr / 3;
+        Stamps {
+            rows: [R1, R2, $mr],
+            cols: [$lanes, 2 * $lanes],
+            packed: [
+                [k::<false, R1, 1>, k::<false, R1, 2>],
+                [k::<false, R2, 1>, k::<false, R2, 2>],
+                [k::<false, $mr, 1>, k::<false, $mr, 2>],
+            ],
+            direct: [
+                [k::<true, R1, 1>, k::<true, R1, 2>],
+                [k::<true, R2, 1>, k::<true, R2, 2>],
+                [k::<true, $mr, 1>, k::<true, $mr, 2>],
+            ],
+        }
+    }};
+}
+
 /// The f32 GEMM for the active kernel.
 pub(crate) fn select_f32() -> Gemm<f32> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 | Kernel::Amx => Gemm::derived(kernels::avx512_f32::<false>, 12, 32, 1)
-            .with_direct(kernels::avx512_f32::<true>),
+        Kernel::Avx512 | Kernel::Amx => {
+            Gemm::derived(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1).with_stamps(stamps!(
+                kernels::avx512_f32,
+                12,
+                16
+            ))
+        }
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false>, 6, 16, 1)
-            .with_direct(kernels::avx2_f32::<true>),
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false, 6, 2>, 6, 16, 1)
+            .with_stamps(stamps!(kernels::avx2_f32, 6, 8)),
         _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
             .with_direct(kernels::generic::<f32, 4, 16, true>),
     }
@@ -157,11 +244,16 @@ pub(crate) fn select_f32() -> Gemm<f32> {
 pub(crate) fn select_f64() -> Gemm<f64> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 | Kernel::Amx => Gemm::derived(kernels::avx512_f64::<false>, 12, 16, 1)
-            .with_direct(kernels::avx512_f64::<true>),
+        Kernel::Avx512 | Kernel::Amx => {
+            Gemm::derived(kernels::avx512_f64::<false, 12, 2>, 12, 16, 1).with_stamps(stamps!(
+                kernels::avx512_f64,
+                12,
+                8
+            ))
+        }
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false>, 6, 8, 1)
-            .with_direct(kernels::avx2_f64::<true>),
+        Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1)
+            .with_stamps(stamps!(kernels::avx2_f64, 6, 4)),
         _ => Gemm::derived(kernels::generic::<f64, 4, 8, false>, 4, 8, 1)
             .with_direct(kernels::generic::<f64, 4, 8, true>),
     }
@@ -382,7 +474,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             && tiles >= 4 * t
             && ca * m * k / t + cb * k * n < ca * m * k + cb * k * n / t
         {
-            return Split::Rows(tiles.div_ceil(t) * self.mr);
+            return Split::Rows(m.div_ceil(t).next_multiple_of(self.row_unit()));
         }
         if t > 1 && (tiles < 4 * t || small) && panels >= 2 {
             let stripes = t.min(panels);
@@ -504,8 +596,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     // for i < mr, p < k lie in `ad` (the corners checked above) and `arow`,
                     // derived from the whole of `ad`, points at (ir, 0). The tile
                     // covers rows ir.. < m and columns jr.. < n of the m x n block at `out`,
-                    // which `run` borrows mutably. The kernel was chosen for this CPU.
-                    unsafe { kernel(&t) };
+                    // which `run` borrows mutably. The kernel was chosen for this CPU, and
+                    // `kernel_for` picks a stamping that covers mr x nr.
+                    unsafe { self.kernel_for(kernel, true, t.mr, t.nr)(&t) };
                 }
             }
         })
@@ -551,7 +644,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         if threads > 1 {
             blocks = blocks.next_multiple_of(threads);
         }
-        let mc = m.div_ceil(blocks).next_multiple_of(mr);
+        let mc = m.div_ceil(blocks).next_multiple_of(self.row_unit());
         let steps = SA::steps;
         let in_place = self.b_in_place(m, [k, n], b);
         // Whole AMX tiles (16 packed steps) in every block but the last.
@@ -600,7 +693,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let ic = i * mc;
                         if ic < m {
                             let rows = mc.min(m - ic);
-                            with_scratch(&PACK_A, mc * steps(kc), |ap| blk.rows(ap, ic, rows))
+                            // Whole tiles: a share of rows need not be a multiple of MR.
+                            let len = mc.next_multiple_of(mr) * steps(kc);
+                            with_scratch(&PACK_A, len, |ap| blk.rows(ap, ic, rows))
                         }
                     };
                     par::for_each(blocks, threads, rows);
@@ -698,8 +793,9 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                 // jc+nc <= n of the m x n block at `out`, which `run` placed inside the slice
                 // it borrows mutably (a column stripe's block included: its columns end at or
                 // before the full row's end); no other thread writes these rows of these
-                // columns. The kernel was chosen for a CPU that has its features.
-                unsafe { (g.kernel)(&t) };
+                // columns. The kernel was chosen for a CPU that has its features, and
+                // `kernel_for` picks a stamping that covers mr x nr.
+                unsafe { g.kernel_for(g.kernel, false, t.mr, t.nr)(&t) };
             }
         }
     }
@@ -792,6 +888,34 @@ mod tests {
         assert_eq!(g.split([40, 20, 40], [1, 3], 2), Split::Blocks);
     }
 
+    /// An edge tile gets the smallest stamping that covers it, and with stampings a thread's
+    /// share of rows is a multiple of the shortest one, not of MR.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn stampings_fit_edge_tiles() {
+        let g = Gemm::for_caches(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1, zen3())
+            .with_stamps(stamps!(kernels::avx512_f32, 12, 16));
+        for mr in 1..=12 {
+            for nr in 1..=32 {
+                let want = ((mr - 1) / 4, usize::from(nr > 16));
+                assert_eq!(g.stamp_at(mr, nr), Some(want), "{mr} x {nr}");
+            }
+        }
+        let g2 = Gemm::for_caches(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1, zen3())
+            .with_stamps(stamps!(kernels::avx2_f64, 6, 4));
+        assert_eq!(g2.stamp_at(2, 4), Some((0, 0)));
+        assert_eq!(g2.stamp_at(3, 5), Some((1, 1)));
+        assert_eq!(g2.stamp_at(6, 8), Some((2, 1)));
+        let plain = Gemm::for_caches(kernels::generic::<f32, 4, 16, false>, 12, 32, 1, zen3());
+        assert_eq!(plain.stamp_at(4, 16), None);
+        // 256 rows on 2 threads: 128 each (ten tiles and an 8-row edge), not 132 + 124; 100
+        // rows: 52 + 48, not 60 + 40.
+        assert_eq!((g.row_unit(), g2.row_unit(), plain.row_unit()), (4, 2, 12));
+        assert_eq!(g.split([256, 256, 256], [3, 1], 2), Split::Rows(128));
+        assert_eq!(g.split([100, 100, 100], [3, 1], 2), Split::Rows(52));
+        assert_eq!(g2.split([100, 100, 100], [3, 1], 2), Split::Rows(50));
+    }
+
     /// A splitmix-style generator: values in [-1, 1).
     fn values(seed: u64, n: usize) -> Vec<f32> {
         let mut s = seed;
@@ -819,6 +943,7 @@ mod tests {
             let g = super::super::with_kernel(kern, select_f32).unwrap();
             let g = Gemm {
                 direct: g.direct,
+                stamps: g.stamps,
                 ..Gemm::for_steps(g.kernel, g.mr, g.nr, 1, 32, tiny)
             };
             for (m, k, n) in [

@@ -86,8 +86,12 @@ impl Kernel {
     }
 }
 
-/// Stamps a SIMD micro-kernel: `$mr` rows by `$nv` vectors of `$lanes` lanes. Accumulators
-/// live in a fixed array that LLVM keeps in registers (the loops have constant trip counts).
+/// Stamps a SIMD micro-kernel family: `R` rows (at most `$mr`, the packed A panel's height) by
+/// `V` vectors (at most `$nv`) of `$lanes` lanes. Accumulators live in a fixed array that LLVM
+/// keeps in registers (the loops have constant trip counts). The full `$mr` x `$nv` stamping
+/// does the bulk; the shorter and narrower ones serve a matrix's last row tile and last column
+/// panel (`gemm::Stamps`), so that 100 x 100 pays for 100 x 100 and not 108 x 128. Packed B is
+/// read at stride `bs` whatever `V`, so every stamping shares one packing.
 /// `DIRECT` reads A unpacked through its strides (rows past `mr` re-read row `mr - 1`, so the
 /// loop keeps its constant shape without reading outside A; their sums are never stored).
 #[cfg(target_arch = "x86_64")]
@@ -95,29 +99,33 @@ macro_rules! simd_kernel {
     ($name:ident, $feat:literal, $t:ty, $mr:literal, $nv:literal, $lanes:literal,
      $zero:ident, $load:ident, $store:ident, $set1:ident, $fma:ident, $add:ident) => {
         /// # Safety
-        /// See [`MicroKernel`]; the CPU must support the features named in `target_feature`.
+        /// See [`MicroKernel`], with `mr <= R <= MR` and `nr <= V * lanes`; the CPU must
+        /// support the features named in `target_feature`.
         #[target_feature(enable = $feat)]
-        pub(crate) unsafe fn $name<const DIRECT: bool>(t: &Tile<$t>) {
+        pub(crate) unsafe fn $name<const DIRECT: bool, const R: usize, const V: usize>(
+            t: &Tile<$t>,
+        ) {
             use std::arch::x86_64::*;
-            const NR: usize = $nv * $lanes;
-            let rows: [*const $t; $mr] = std::array::from_fn(|i| {
+            const { assert!(R >= 1 && R <= $mr && V >= 1 && V <= $nv) };
+            let nr_max = V * $lanes;
+            let rows: [*const $t; R] = std::array::from_fn(|i| {
                 t.a.wrapping_offset(i.min(t.mr.max(1) - 1) as isize * t.ars)
             });
-            let mut acc = [[$zero(); $nv]; $mr];
+            let mut acc = [[$zero(); V]; R];
             // Start fetching the C tile now: its rows are far apart (often in one L1 set) and
             // it comes from L2 or beyond; the loads at the end then find it in L1.
             for i in 0..t.mr {
                 let row = t.c.wrapping_add(i * t.ldc) as *const i8;
                 _mm_prefetch::<_MM_HINT_T0>(row);
-                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(NR * size_of::<$t>() - 1));
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(nr_max * size_of::<$t>() - 1));
             }
             // One depth step: B's vectors times each A value, into the accumulators.
-            let step = |acc: &mut [[_; $nv]; $mr], p: usize| {
-                // SAFETY: step p < kc reads the NR B values at b + p*bs and A values
+            let step = |acc: &mut [[_; V]; R], p: usize| {
+                // SAFETY: step p < kc reads the V * lanes B values at b + p*bs and A values
                 // p*MR..(p+1)*MR, valid by the caller's contract.
                 unsafe {
                     let bp = t.b.offset(p as isize * t.bs);
-                    let mut bv = [$zero(); $nv];
+                    let mut bv = [$zero(); V];
                     for (v, x) in bv.iter_mut().enumerate() {
                         *x = $load(bp.add(v * $lanes));
                     }
@@ -149,11 +157,11 @@ macro_rules! simd_kernel {
             for p in quads..t.kc {
                 step(&mut acc, p);
             }
-            if t.mr == $mr && t.nr == NR {
+            if t.mr == R && t.nr == nr_max {
                 for (i, row) in acc.iter().enumerate() {
                     for (v, x) in row.iter().enumerate() {
-                        // SAFETY: a full tile: row i < MR and columns v*lanes.. < NR lie in
-                        // the mr x nr block the caller lets us read and write.
+                        // SAFETY: a full tile: row i < R = mr and columns v*lanes.. < V*lanes
+                        // = nr lie in the mr x nr block the caller lets us read and write.
                         unsafe {
                             let p = t.c.add(i * t.ldc + v * $lanes);
                             let y = if t.first { *x } else { $add(*x, $load(p)) };
@@ -161,23 +169,37 @@ macro_rules! simd_kernel {
                         }
                     }
                 }
-            } else {
-                // An edge tile: spill to a local tile, then touch only the mr x nr part.
-                let mut tile = [0 as $t; $mr * NR];
-                for (i, row) in acc.iter().enumerate() {
-                    for (v, x) in row.iter().enumerate() {
-                        // SAFETY: i * NR + v * lanes + lanes <= MR * NR, inside `tile`.
-                        unsafe { $store(tile.as_mut_ptr().add(i * NR + v * $lanes), *x) };
+                return;
+            }
+            // An edge tile: spill to a local tile (constant indices into `acc`: a run-time
+            // bound there would keep the accumulators in memory for the whole kernel,
+            // measured at half speed), then write whole vectors of the mr x nr part where the
+            // columns allow and single values past them.
+            let mut tile = [[[0 as $t; $lanes]; V]; R];
+            for (row, out) in acc.iter().zip(tile.iter_mut()) {
+                for (x, lanes) in row.iter().zip(out.iter_mut()) {
+                    // SAFETY: `lanes` holds exactly one vector.
+                    unsafe { $store(lanes.as_mut_ptr(), *x) };
+                }
+            }
+            let whole = t.nr / $lanes * $lanes;
+            for (i, row) in tile.iter().enumerate().take(t.mr) {
+                let row = row.as_flattened();
+                for j in (0..whole).step_by($lanes) {
+                    // SAFETY: row i < mr and columns j..j + lanes <= nr lie in the caller's
+                    // block; j + lanes <= nr <= V * lanes inside the tile row.
+                    unsafe {
+                        let p = t.c.add(i * t.ldc + j);
+                        let x = $load(row.as_ptr().add(j));
+                        let y = if t.first { x } else { $add(x, $load(p)) };
+                        $store(p, y);
                     }
                 }
-                for i in 0..t.mr {
-                    for j in 0..t.nr {
-                        // SAFETY: i < mr and j < nr, inside the caller's block.
-                        unsafe {
-                            let p = t.c.add(i * t.ldc + j);
-                            let y = tile[i * NR + j];
-                            *p = if t.first { y } else { *p + y };
-                        }
+                for (j, &y) in row[whole..t.nr].iter().enumerate() {
+                    // SAFETY: i < mr and whole + j < nr, inside the caller's block.
+                    unsafe {
+                        let p = t.c.add(i * t.ldc + whole + j);
+                        *p = if t.first { y } else { *p + y };
                     }
                 }
             }
