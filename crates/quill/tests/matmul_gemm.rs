@@ -372,10 +372,10 @@ fn bf16_accumulates_in_f32() {
     }
 }
 
-/// Products up to about 64^3 skip packing A: the kernel reads A in place through its strides
-/// (rows past a partial tile re-read the last row). Every kernel, f32 and f64, on transposed,
-/// stepped, negative-step, offset and broadcast (stride-0) operands, edge tiles and size-1
-/// dims, against the naive product.
+/// One-thread products up to about 100^3 skip packing A: the kernel reads A in place through
+/// its strides (rows past a partial tile re-read the last row). Every kernel, f32 and f64, on
+/// transposed, stepped, negative-step, offset and broadcast (stride-0) operands, edge tiles
+/// and size-1 dims, against the naive product.
 #[test]
 fn tiny_products_read_a_in_place() {
     let mut rng = Prng::new(16);
@@ -383,6 +383,8 @@ fn tiny_products_read_a_in_place() {
         for dt in [DType::F32, DType::F64] {
             let big = rand(&mut rng, &[70, 80], dt);
             let tall = rand(&mut rng, &[80, 70], dt);
+            let sq = rand(&mut rng, &[101, 103], dt);
+            let sq2 = rand(&mut rng, &[102, 101], dt);
             let views: Vec<(&str, NDArray, NDArray)> = vec![
                 (
                     "contiguous, edge tiles",
@@ -442,6 +444,21 @@ fn tiny_products_read_a_in_place() {
                     "64^3",
                     big.slice(&s![..64, ..64]).unwrap(),
                     tall.slice(&s![..64, ..64]).unwrap(),
+                ),
+                (
+                    "100^3, edge tiles both ways",
+                    sq.slice(&s![..100, ..100]).unwrap(),
+                    sq2.slice(&s![..100, ..100]).unwrap(),
+                ),
+                (
+                    "100 x 90 x 100, A transposed and reversed",
+                    sq.slice(&s![..90, ..;-1])
+                        .unwrap()
+                        .slice(&s![.., ..100])
+                        .unwrap()
+                        .transpose(0, 1)
+                        .unwrap(),
+                    sq2.slice(&s![1..91, ..100]).unwrap(),
                 ),
             ];
             for (what, a, b) in &views {

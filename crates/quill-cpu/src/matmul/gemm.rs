@@ -7,8 +7,8 @@
 //! steps) and for AMX, which reads its tiles from L2 nearly as fast (2048-deep blocks:
 //! `Gemm::for_steps`). When m is too small to give every thread row blocks, or the product is
 //! at most about 512^3, each thread takes a stripe of its own instead (one meeting per
-//! product): of rows or of columns, whichever packs less (`Gemm::split`). Products up to about
-//! 64^3 skip the nest: B is packed whole and a direct kernel
+//! product): of rows or of columns, whichever packs less (`Gemm::split`). One-thread products
+//! up to about 100^3 skip the nest: B is packed whole and a direct kernel
 //! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
 //! place instead of packing it. A kernel that narrows (AMX bf16) writes its last depth
 //! block's tiles straight to the bf16 result; C then only carries sums between depth blocks.
@@ -264,9 +264,17 @@ thread_local! {
     static PACK_B: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
 }
 
-/// Multiply-adds up to which a one-thread product skips packing A (about a 64^3 product: A
-/// then sits in L1 and each of its values is used by few B panels, so a copy would not pay).
-const DIRECT_WORK: usize = 1 << 18;
+/// Multiply-adds up to which a one-thread product skips packing A (about a 100^3 product: A
+/// then sits in L1 or L2 and each of its values is used by few B panels, so a copy would not
+/// pay). On a Xeon (Emerald Rapids), one thread, raising this from 2^18 made 72^3 to 100^3
+/// and 1000 x 32 x 32 1.08-1.5x faster; 2^20 is also the work below which a product stays on
+/// one thread (`matmul::PER_THREAD`).
+const DIRECT_WORK: usize = 1 << 20;
+
+/// Above this many multiply-adds a product with few enough rows to read B in place
+/// (`Gemm::b_in_place`) takes the nest instead of the direct path, which packs all of B:
+/// 16 x 256 x 256 ran 0.85x through the direct path.
+const DIRECT_FEW_ROWS_WORK: usize = 1 << 18;
 
 /// Multiply-adds up to which a product on several threads is split into stripes (of rows or
 /// columns) whatever its shape (about 512^3).
@@ -433,7 +441,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             add,
             narrow,
         };
-        if threads <= 1 && m * n * k <= DIRECT_WORK && k <= self.kc && n <= self.nc {
+        let work = m * n * k;
+        let few_rows = m <= IN_PLACE_ROWS && work > DIRECT_FEW_ROWS_WORK;
+        if threads <= 1 && work <= DIRECT_WORK && !few_rows && k <= self.kc && n <= self.nc {
             if let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) {
                 return self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
             }
