@@ -148,18 +148,15 @@ impl<T, P> Gemm<T, P> {
         mr: usize,
         nr: usize,
     ) -> MicroKernel<T, P> {
-        match (&self.stamps, self.stamp_at(mr, nr)) {
-            (Some(s), Some((r, c))) if direct => s.direct[r][c],
-            (Some(s), Some((r, c))) => s.packed[r][c],
-            _ => full,
+        let Some(s) = &self.stamps else {
+            return full;
+        };
+        let (r, c) = s.index(mr, nr);
+        if direct {
+            s.direct[r][c]
+        } else {
+            s.packed[r][c]
         }
-    }
-
-    /// Which stamping (`[rows][columns]` index into [`Stamps`]) serves an `mr x nr` tile.
-    fn stamp_at(&self, mr: usize, nr: usize) -> Option<(usize, usize)> {
-        let s = self.stamps.as_ref()?;
-        let r = s.rows.iter().position(|&r| mr <= r).unwrap_or(2);
-        Some((r, usize::from(nr > s.cols[0])))
     }
 
     /// This GEMM, its kernel honouring `Tile::narrow`.
@@ -195,6 +192,14 @@ pub(crate) struct Stamps<T, P> {
     cols: [usize; 2],
     packed: [[MicroKernel<T, P>; 2]; 3],
     direct: [[MicroKernel<T, P>; 2]; 3],
+}
+
+impl<T, P> Stamps<T, P> {
+    /// Which stamping (`[rows][columns]`) serves an `mr x nr` tile: the smallest that covers it.
+    fn index(&self, mr: usize, nr: usize) -> (usize, usize) {
+        let r = self.rows.iter().position(|&r| mr <= r).unwrap_or(2);
+        (r, usize::from(nr > self.cols[0]))
+    }
 }
 
 /// The [`Stamps`] of SIMD kernel `$k`, whose MR is `$mr` and whose vectors hold `$lanes`.
@@ -271,9 +276,9 @@ thread_local! {
 /// one thread (`matmul::PER_THREAD`).
 const DIRECT_WORK: usize = 1 << 20;
 
-/// Above this many multiply-adds a product with few enough rows to read B in place
-/// (`Gemm::b_in_place`) takes the nest instead of the direct path, which packs all of B:
-/// 16 x 256 x 256 ran 0.85x through the direct path.
+/// Above this many multiply-adds a product whose B the nest would read in place
+/// (`Gemm::b_in_place`: few rows) takes the nest instead of the direct path, which packs all
+/// of B: 16 x 256 x 256 ran 0.85x through the direct path.
 const DIRECT_FEW_ROWS_WORK: usize = 1 << 18;
 
 /// Multiply-adds up to which a product on several threads is split into stripes (of rows or
@@ -442,8 +447,12 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             narrow,
         };
         let work = m * n * k;
-        let few_rows = m <= IN_PLACE_ROWS && work > DIRECT_FEW_ROWS_WORK;
-        if threads <= 1 && work <= DIRECT_WORK && !few_rows && k <= self.kc && n <= self.nc {
+        if threads <= 1
+            && work <= DIRECT_WORK
+            && k <= self.kc
+            && n <= self.nc
+            && (work <= DIRECT_FEW_ROWS_WORK || self.b_in_place(m, [k, n], b).is_none())
+        {
             if let (Some(kernel), Some(ad)) = (self.direct, SA::direct(a.data)) {
                 return self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
             }
@@ -905,19 +914,21 @@ mod tests {
     fn stampings_fit_edge_tiles() {
         let g = Gemm::for_caches(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1, zen3())
             .with_stamps(stamps!(kernels::avx512_f32, 12, 16));
+        let s = g.stamps.unwrap();
         for mr in 1..=12 {
             for nr in 1..=32 {
                 let want = ((mr - 1) / 4, usize::from(nr > 16));
-                assert_eq!(g.stamp_at(mr, nr), Some(want), "{mr} x {nr}");
+                assert_eq!(s.index(mr, nr), want, "{mr} x {nr}");
             }
         }
         let g2 = Gemm::for_caches(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1, zen3())
             .with_stamps(stamps!(kernels::avx2_f64, 6, 4));
-        assert_eq!(g2.stamp_at(2, 4), Some((0, 0)));
-        assert_eq!(g2.stamp_at(3, 5), Some((1, 1)));
-        assert_eq!(g2.stamp_at(6, 8), Some((2, 1)));
+        let s2 = g2.stamps.unwrap();
+        assert_eq!(s2.index(2, 4), (0, 0));
+        assert_eq!(s2.index(3, 5), (1, 1));
+        assert_eq!(s2.index(6, 8), (2, 1));
         let plain = Gemm::for_caches(kernels::generic::<f32, 4, 16, false>, 12, 32, 1, zen3());
-        assert_eq!(plain.stamp_at(4, 16), None);
+        assert!(plain.stamps.is_none());
         // 256 rows on 2 threads: 128 each (ten tiles and an 8-row edge), not 132 + 124; 100
         // rows: 52 + 48, not 60 + 40.
         assert_eq!((g.row_unit(), g2.row_unit(), plain.row_unit()), (4, 2, 12));

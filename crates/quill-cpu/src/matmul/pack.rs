@@ -293,8 +293,7 @@ pub(crate) fn pack_b<T: Copy + Default, S: Cvt<T>>(
 fn copy_rows<const W: usize, T: Copy, S: Cvt<T>>(dst: &mut [T], b: &Mat<S>, p0: usize, j0: usize) {
     for (kk, step) in dst.chunks_exact_mut(W).enumerate() {
         let s = b.at(p0 + kk, j0);
-        let src: &[S; W] = b.data[s..s + W].try_into().expect("W values");
-        for (x, &y) in step.iter_mut().zip(src) {
+        for (x, &y) in step.iter_mut().zip(&b.data[s..s + W]) {
             *x = y.cvt();
         }
     }
