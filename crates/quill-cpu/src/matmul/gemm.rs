@@ -69,8 +69,8 @@ impl<T, P> Gemm<T, P> {
     /// lengthens only the AVX-512 tiles (24 lines each, 512 steps): on a 2-core Xeon (Emerald
     /// Rapids), one thread, f32 1024^3 ran 125 GFLOP/s at KC 192 and 142 at 512, while the AVX2
     /// kernel (6 lines) ran alike from 256 to 768. On a Zen 3 (32 KiB L1d, 512 KiB L2) this
-    /// gives the hand-tuned AVX2 f32 sizes (KC 256, MC 252); on a Zen 4 (48 KiB, 1 MiB)
-    /// AVX-512 f32 gets KC 512, MC 252.
+    /// gives the hand-tuned AVX2 f32 sizes (KC 256, MC 252); on a Zen 4 (32 KiB, 1 MiB, as
+    /// CPUID reports them) AVX-512 f32 gets KC 512, MC 252.
     pub(crate) fn for_caches(
         kernel: MicroKernel<T, P>,
         mr: usize,

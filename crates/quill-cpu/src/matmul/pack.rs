@@ -165,6 +165,12 @@ pub(crate) trait Pack<P>: Copy + Send + Sync {
     }
 }
 
+/// Steps a row-major B block is packed in, across all its panels at once: a panel by itself
+/// reads one short run per row, rows a whole B row apart (4 KiB for 1024 columns), which
+/// defeats the prefetchers and costs a TLB walk per run; a group of rows across all panels
+/// reads each row in one sweep.
+const ROW_GROUP: usize = 16;
+
 impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     const DEPTH: usize = 1;
     fn direct(data: &[S]) -> Option<&[T]> {
@@ -177,6 +183,32 @@ impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     #[inline]
     fn pack_b(dst: &mut [T], b: &Mat<S>, p0: usize, kc: usize, j0: usize, cols: usize, nr: usize) {
         pack_b(dst, b, p0, kc, j0, cols, nr)
+    }
+    fn pack_b_block(
+        dst: &mut [T],
+        b: &Mat<S>,
+        p0: usize,
+        kc: usize,
+        j0: usize,
+        cols: usize,
+        nr: usize,
+    ) {
+        let panel_len = nr * kc;
+        let panels = cols.div_ceil(nr);
+        if b.cs != 1 || panels < 2 {
+            for (q, d) in dst.chunks_mut(panel_len).take(panels).enumerate() {
+                let j = q * nr;
+                pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
+            }
+            return;
+        }
+        for p in (0..kc).step_by(ROW_GROUP) {
+            let g = ROW_GROUP.min(kc - p);
+            for (q, d) in dst.chunks_mut(panel_len).take(panels).enumerate() {
+                let j = q * nr;
+                pack_b(&mut d[p * nr..], b, p0 + p, g, j0 + j, nr.min(cols - j), nr);
+            }
+        }
     }
 }
 
@@ -326,4 +358,55 @@ fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pack_b_block` against the panel layout's definition (`dst[q][kk * nr + j] =
+    /// b[p0 + kk, j0 + q * nr + j]`, zero past the last column), for row-major B (the row-group
+    /// order: depths around `ROW_GROUP`, partial last panels), a reversed row stride, a
+    /// transposed B and a stepped one.
+    #[test]
+    fn block_packing_matches_the_panel_layout() {
+        let (rows, cols) = (70usize, 90usize);
+        let data: Vec<f32> = (0..rows * cols * 2).map(|x| x as f32 * 0.5 - 7.0).collect();
+        let layouts = [
+            Mat::new(&data, 0, cols as isize, 1),
+            Mat::new(&data, (rows - 1) * cols, -(cols as isize), 1),
+            Mat::new(&data, 0, 1, rows as isize),
+            Mat::new(&data, 3, 2 * cols as isize, 1),
+            Mat::new(&data, 5, 1, 2 * rows as isize),
+        ];
+        for (l, b) in layouts.iter().enumerate() {
+            for nr in [8, 16, 32] {
+                for kc in [1, 15, ROW_GROUP, ROW_GROUP + 1, 40, 64] {
+                    for (p0, j0, w) in [(0, 0, 90usize), (3, 5, 61), (6, 1, nr), (1, 2, nr - 3)] {
+                        let panels = w.div_ceil(nr);
+                        let mut got = vec![f32::NAN; panels * kc * nr];
+                        <f32 as Pack<f32>>::pack_b_block(&mut got, b, p0, kc, j0, w, nr);
+                        for (q, panel) in got.chunks(kc * nr).enumerate() {
+                            for kk in 0..kc {
+                                for j in 0..nr {
+                                    let col = q * nr + j;
+                                    let want = if col < w {
+                                        b.get(p0 + kk, j0 + col)
+                                    } else {
+                                        0.0
+                                    };
+                                    assert_eq!(
+                                        panel[kk * nr + j].to_bits(),
+                                        want.to_bits(),
+                                        "layout {l} nr {nr} kc {kc} p0 {p0} j0 {j0} w {w}: \
+                                         panel {q} step {kk} lane {j}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
