@@ -123,10 +123,10 @@ impl<T, P> Gemm<T, P> {
 
     /// This GEMM with its kernel's edge stampings (`kernel` and `direct` become the full ones).
     pub(crate) fn with_stamps(self, stamps: Stamps<T, P>) -> Self {
-        debug_assert!(stamps.rows[2] == self.mr && stamps.cols[1] == self.nr);
+        debug_assert!(stamps.rows[2] == self.mr && stamps.cols[2] == self.nr);
         Gemm {
-            kernel: stamps.packed[2][1],
-            direct: Some(stamps.direct[2][1]),
+            kernel: stamps.packed[2][2],
+            direct: Some(stamps.direct[2][2]),
             stamps: Some(stamps),
             ..self
         }
@@ -184,43 +184,54 @@ impl<T, P> Gemm<T, P> {
     }
 }
 
-/// A SIMD kernel stamped for thirds of its MR rows and for one or both of its two vectors of
+/// A SIMD kernel stamped for thirds of its MR rows and for half a vector (where the family has
+/// a half-width stamping, else one vector again), one vector and both of its two vectors of
 /// columns (`kernels::simd_kernel`): `packed[r][c]` computes `rows[r]` x `cols[c]` tiles.
 #[derive(Clone, Copy)]
 pub(crate) struct Stamps<T, P> {
     rows: [usize; 3],
-    cols: [usize; 2],
-    packed: [[MicroKernel<T, P>; 2]; 3],
-    direct: [[MicroKernel<T, P>; 2]; 3],
+    cols: [usize; 3],
+    packed: [[MicroKernel<T, P>; 3]; 3],
+    direct: [[MicroKernel<T, P>; 3]; 3],
 }
 
 impl<T, P> Stamps<T, P> {
     /// Which stamping (`[rows][columns]`) serves an `mr x nr` tile: the smallest that covers it.
     fn index(&self, mr: usize, nr: usize) -> (usize, usize) {
         let r = self.rows.iter().position(|&r| mr <= r).unwrap_or(2);
-        (r, usize::from(nr > self.cols[0]))
+        let c = self.cols.iter().position(|&c| nr <= c).unwrap_or(2);
+        (r, c)
     }
 }
 
-/// The [`Stamps`] of SIMD kernel `$k`, whose MR is `$mr` and whose vectors hold `$lanes`.
+/// The [`Stamps`] of SIMD kernel `$k`, whose MR is `$mr` and whose vectors hold `$lanes`; with
+/// `$half`, a kernel of the same MR whose one vector holds `$lanes / 2`, for the narrowest
+/// edges.
 #[cfg(target_arch = "x86_64")]
 macro_rules! stamps {
-    ($k:path, $mr:literal, $lanes:literal) => {{
+    ($k:path, $mr:literal, $lanes:literal) => {
+        stamps!($k, $mr, $lanes, $k, $lanes)
+    };
+    ($k:path, $mr:literal, $lanes:literal, half $h:path) => {
+        stamps!($k, $mr, $lanes, $h, $lanes / 2)
+    };
+    ($k:path, $mr:literal, $lanes:literal, $h:path, $hl:expr) => {{
+        use $h as h;
         use $k as k;
         const R1: usize = $mr / 3;
         const R2: usize = 2 * $mr / 3;
         Stamps {
             rows: [R1, R2, $mr],
-            cols: [$lanes, 2 * $lanes],
+            cols: [$hl, $lanes, 2 * $lanes],
             packed: [
-                [k::<false, R1, 1>, k::<false, R1, 2>],
-                [k::<false, R2, 1>, k::<false, R2, 2>],
-                [k::<false, $mr, 1>, k::<false, $mr, 2>],
+                [h::<false, R1, 1>, k::<false, R1, 1>, k::<false, R1, 2>],
+                [h::<false, R2, 1>, k::<false, R2, 1>, k::<false, R2, 2>],
+                [h::<false, $mr, 1>, k::<false, $mr, 1>, k::<false, $mr, 2>],
             ],
             direct: [
-                [k::<true, R1, 1>, k::<true, R1, 2>],
-                [k::<true, R2, 1>, k::<true, R2, 2>],
-                [k::<true, $mr, 1>, k::<true, $mr, 2>],
+                [h::<true, R1, 1>, k::<true, R1, 1>, k::<true, R1, 2>],
+                [h::<true, R2, 1>, k::<true, R2, 1>, k::<true, R2, 2>],
+                [h::<true, $mr, 1>, k::<true, $mr, 1>, k::<true, $mr, 2>],
             ],
         }
     }};
@@ -234,7 +245,8 @@ pub(crate) fn select_f32() -> Gemm<f32> {
             Gemm::derived(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1).with_stamps(stamps!(
                 kernels::avx512_f32,
                 12,
-                16
+                16,
+                half kernels::avx512_f32_half
             ))
         }
         #[cfg(target_arch = "x86_64")]
@@ -253,7 +265,8 @@ pub(crate) fn select_f64() -> Gemm<f64> {
             Gemm::derived(kernels::avx512_f64::<false, 12, 2>, 12, 16, 1).with_stamps(stamps!(
                 kernels::avx512_f64,
                 12,
-                8
+                8,
+                half kernels::avx512_f64_half
             ))
         }
         #[cfg(target_arch = "x86_64")]
@@ -587,40 +600,55 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                 .all(|x| (0..ad.len() as isize).contains(x)),
             "gemm: A's strides leave its buffer"
         );
+        // A row-major B's full panels are read where they lie, only a partial last one is
+        // packed: the whole product sits in L2 and a copy of B would only be read again.
+        let in_place = self.b_readable([k, n], b);
+        let whole = in_place.map_or(0, |_| n / nr * nr);
         let panel_len = k * nr;
-        with_scratch(&PACK_B, n.div_ceil(nr) * panel_len, |bp: &mut [P]| {
-            for (q, dst) in bp.chunks_mut(panel_len).enumerate() {
-                SB::pack_b(dst, b, 0, k, q * nr, nr.min(n - q * nr), nr);
-            }
-            for ir in (0..m).step_by(mr) {
-                // A pointer of the whole slice, since negative strides reach below row ir.
-                let arow = ad.as_ptr().wrapping_offset(at(ir, 0));
-                for (q, panel) in bp.chunks(panel_len).enumerate() {
-                    let jr = q * nr;
-                    let t = Tile {
-                        kc: k,
-                        a: arow,
-                        ars: a.rs,
-                        acs: a.cs,
-                        b: panel.as_ptr(),
-                        bs: nr as isize,
-                        c: out.at(ir, jr),
-                        ldc: out.ldc,
-                        first: !out.add,
-                        mr: mr.min(m - ir),
-                        nr: nr.min(n - jr),
-                        narrow: out.narrow_at(ir, jr),
-                    };
-                    // SAFETY: `panel` holds k*NR packed values of B. A's elements (ir + i, p)
-                    // for i < mr, p < k lie in `ad` (the corners checked above) and `arow`,
-                    // derived from the whole of `ad`, points at (ir, 0). The tile
-                    // covers rows ir.. < m and columns jr.. < n of the m x n block at `out`,
-                    // which `run` borrows mutably. The kernel was chosen for this CPU, and
-                    // `kernel_for` picks a stamping that covers mr x nr.
-                    unsafe { self.kernel_for(kernel, true, t.mr, t.nr)(&t) };
+        with_scratch(
+            &PACK_B,
+            (n - whole).div_ceil(nr) * panel_len,
+            |bp: &mut [P]| {
+                SB::pack_b_block(bp, b, 0, k, whole, n - whole, nr);
+                for ir in (0..m).step_by(mr) {
+                    // A pointer of the whole slice, since negative strides reach below row ir.
+                    let arow = ad.as_ptr().wrapping_offset(at(ir, 0));
+                    for jr in (0..n).step_by(nr) {
+                        let (bptr, bs) = match in_place {
+                            // Derived from the whole buffer: a negative row stride reaches below.
+                            Some(data) if jr < whole => {
+                                (data.as_ptr().wrapping_offset(b.at_signed(0, jr)), b.rs)
+                            }
+                            _ => (bp[(jr - whole) / nr * panel_len..].as_ptr(), nr as isize),
+                        };
+                        let t = Tile {
+                            kc: k,
+                            a: arow,
+                            ars: a.rs,
+                            acs: a.cs,
+                            b: bptr,
+                            bs,
+                            c: out.at(ir, jr),
+                            ldc: out.ldc,
+                            first: !out.add,
+                            mr: mr.min(m - ir),
+                            nr: nr.min(n - jr),
+                            narrow: out.narrow_at(ir, jr),
+                        };
+                        // SAFETY: B's step p is NR values at `bptr + p * bs`: a packed panel of
+                        // k*NR values, or for jr < whole elements (p, jr + j), j < NR, all inside
+                        // the k x n matrix (jr + NR <= whole <= n), whose corners `b_readable`
+                        // checked lie in the buffer (f32 / f64, DEPTH 1). A's elements (ir + i, p)
+                        // for i < mr, p < k lie in `ad` (the corners checked above) and `arow`,
+                        // derived from the whole of `ad`, points at (ir, 0). The tile
+                        // covers rows ir.. < m and columns jr.. < n of the m x n block at `out`,
+                        // which `run` borrows mutably. The kernel was chosen for this CPU, and
+                        // `kernel_for` picks a stamping that covers mr x nr.
+                        unsafe { self.kernel_for(kernel, true, t.mr, t.nr)(&t) };
+                    }
                 }
-            }
-        })
+            },
+        )
     }
 
     /// B's values, when the kernels should read B where it lies instead of packing it: f32 or
@@ -633,7 +661,16 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         [k, n]: [usize; 2],
         b: &Mat<'b, SB>,
     ) -> Option<&'b [P]> {
-        if m > IN_PLACE_ROWS || b.cs != 1 || n < self.nr {
+        if m > IN_PLACE_ROWS {
+            return None;
+        }
+        self.b_readable([k, n], b)
+    }
+
+    /// B's values when the kernels can read its full panels where they lie: f32 or f64 with
+    /// unit column stride, at least one full panel wide, its k x n box inside the buffer.
+    fn b_readable<'b, SB: Pack<P>>(&self, [k, n]: [usize; 2], b: &Mat<'b, SB>) -> Option<&'b [P]> {
+        if b.cs != 1 || n < self.nr || k == 0 {
             return None;
         }
         let data = SB::direct(b.data)?;
@@ -913,20 +950,28 @@ mod tests {
     #[test]
     fn stampings_fit_edge_tiles() {
         let g = Gemm::for_caches(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1, zen3())
-            .with_stamps(stamps!(kernels::avx512_f32, 12, 16));
+            .with_stamps(stamps!(
+                kernels::avx512_f32,
+                12,
+                16,
+                half kernels::avx512_f32_half
+            ));
         let s = g.stamps.unwrap();
         for mr in 1..=12 {
             for nr in 1..=32 {
-                let want = ((mr - 1) / 4, usize::from(nr > 16));
+                let want = ((mr - 1) / 4, usize::from(nr > 8) + usize::from(nr > 16));
                 assert_eq!(s.index(mr, nr), want, "{mr} x {nr}");
             }
         }
+        assert_eq!(s.cols, [8, 16, 32]);
+        // Without a half-width kernel the narrowest class is one vector again.
         let g2 = Gemm::for_caches(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1, zen3())
             .with_stamps(stamps!(kernels::avx2_f64, 6, 4));
         let s2 = g2.stamps.unwrap();
+        assert_eq!(s2.cols, [4, 4, 8]);
         assert_eq!(s2.index(2, 4), (0, 0));
-        assert_eq!(s2.index(3, 5), (1, 1));
-        assert_eq!(s2.index(6, 8), (2, 1));
+        assert_eq!(s2.index(3, 5), (1, 2));
+        assert_eq!(s2.index(6, 8), (2, 2));
         let plain = Gemm::for_caches(kernels::generic::<f32, 4, 16, false>, 12, 32, 1, zen3());
         assert!(plain.stamps.is_none());
         // 256 rows on 2 threads: 128 each (ten tiles and an 8-row edge), not 132 + 124; 100

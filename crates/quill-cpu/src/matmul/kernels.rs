@@ -58,7 +58,12 @@ impl Kernel {
         match self {
             Kernel::Amx => super::amx::available(),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => is_x86_feature_detected!("avx512f"),
+            // Its narrowest stampings are AVX2 + FMA code (every AVX-512 CPU has both).
+            Kernel::Avx512 => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("fma")
+            }
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
             Kernel::Generic => true,
@@ -251,6 +256,40 @@ simd_kernel!(
     _mm512_set1_ps,
     _mm512_fmadd_ps,
     _mm512_add_ps
+);
+// The AVX-512 families' narrowest stampings (`gemm::Stamps`: an edge of at most 8 f32 or 4 f64
+// columns): half vectors on the packed panels' MR of 12. Zen 4 runs a 512-bit FMA as two
+// halves, one per cycle, and 256-bit ones two per cycle, so a 16-lane stamping for a 4-column
+// edge did four times the work it needed, not twice.
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx512_f32_half,
+    "avx2,fma",
+    f32,
+    12,
+    1,
+    8,
+    _mm256_setzero_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_add_ps
+);
+#[cfg(target_arch = "x86_64")]
+simd_kernel!(
+    avx512_f64_half,
+    "avx2,fma",
+    f64,
+    12,
+    1,
+    4,
+    _mm256_setzero_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_set1_pd,
+    _mm256_fmadd_pd,
+    _mm256_add_pd
 );
 #[cfg(target_arch = "x86_64")]
 simd_kernel!(
