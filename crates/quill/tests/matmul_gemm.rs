@@ -372,10 +372,11 @@ fn bf16_accumulates_in_f32() {
     }
 }
 
-/// One-thread products up to about 100^3 skip packing A: the kernel reads A in place through
-/// its strides (rows past a partial tile re-read the last row). Every kernel, f32 and f64, on
-/// transposed, stepped, negative-step, offset and broadcast (stride-0) operands, edge tiles
-/// and size-1 dims, against the naive product.
+/// Products up to about 100^3, and each thread's stripe of a product split across threads,
+/// skip packing A: the kernel reads A in place through its strides (rows past a partial tile
+/// re-read the last row). Every kernel, f32 and f64, on 1 to 3 threads, on transposed,
+/// stepped, negative-step, offset and broadcast (stride-0) operands, edge tiles and size-1
+/// dims, against the naive product.
 #[test]
 fn tiny_products_read_a_in_place() {
     let mut rng = Prng::new(16);
@@ -461,9 +462,12 @@ fn tiny_products_read_a_in_place() {
                     sq2.slice(&s![1..91, ..100]).unwrap(),
                 ),
             ];
+            // On 2 and 3 threads the larger ones are split in stripes, each reading A in place.
             for (what, a, b) in &views {
-                let ctx = format!("{kern:?} {dt} {what}");
-                with_kernel(kern, || check(a, b, &ctx)).unwrap();
+                for t in [1, 2, 3] {
+                    let ctx = format!("{kern:?} {dt} {what} {t}t");
+                    on_threads(t, || with_kernel(kern, || check(a, b, &ctx)).unwrap());
+                }
             }
             // A broadcast batch: one A matrix (stride-0 batch) against several B matrices, and
             // a stepped batch of A against one B (stride-0 batch); each product checked alone.

@@ -282,11 +282,10 @@ thread_local! {
     static PACK_B: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
 }
 
-/// Multiply-adds up to which a one-thread product skips packing A (about a 100^3 product: A
-/// then sits in L1 or L2 and each of its values is used by few B panels, so a copy would not
-/// pay). On a Xeon (Emerald Rapids), one thread, raising this from 2^18 made 72^3 to 100^3
-/// and 1000 x 32 x 32 1.08-1.5x faster; 2^20 is also the work below which a product stays on
-/// one thread (`matmul::PER_THREAD`).
+/// Multiply-adds up to which a one-thread product, or one thread's stripe of a product, skips
+/// packing A (about a 100^3 product: A then sits in L1 or L2 and each of its values is used by
+/// few B panels, so a copy would not pay). On a Xeon (Emerald Rapids), one thread, raising
+/// this from 2^18 made 72^3 to 100^3 and 1000 x 32 x 32 1.08-1.5x faster.
 const DIRECT_WORK: usize = 1 << 20;
 
 /// Above this many multiply-adds a product whose B the nest would read in place
@@ -459,9 +458,40 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             add,
             narrow,
         };
+        if threads <= 1 {
+            return self.one_thread([m, n, k], a, b, out);
+        }
+        let costs = [SA::pack_cost(a.rs, a.cs), SB::pack_cost(b.cs, b.rs)];
+        match self.split([m, n, k], costs, threads) {
+            Split::Rows(per) => par::for_each(threads, threads, |s| {
+                let i0 = s * per;
+                if i0 < m {
+                    let h = per.min(m - i0);
+                    self.one_thread([h, n, k], &a.shifted(i0, 0), b, out.shifted(i0, 0));
+                }
+            }),
+            Split::Columns(stripes, per) => par::for_each(stripes, threads, |s| {
+                let j0 = s * per;
+                if j0 < n {
+                    let w = per.min(n - j0);
+                    self.one_thread([m, w, k], a, &b.shifted(0, j0), out.shifted(0, j0));
+                }
+            }),
+            Split::Blocks => self.nest([m, n, k], a, b, out, threads),
+        }
+    }
+
+    /// An m x n x k product (or a thread's stripe of one) on this thread: small ones read A
+    /// in place (`unpacked_a`), the rest take the loop nest.
+    fn one_thread<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        out: Out<T>,
+    ) {
         let work = m * n * k;
-        if threads <= 1
-            && work <= DIRECT_WORK
+        if work <= DIRECT_WORK
             && k <= self.kc
             && n <= self.nc
             && (work <= DIRECT_FEW_ROWS_WORK || self.b_in_place(m, [k, n], b).is_none())
@@ -470,24 +500,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                 return self.unpacked_a(kernel, [m, n, k], a, ad, b, out);
             }
         }
-        let costs = [SA::pack_cost(a.rs, a.cs), SB::pack_cost(b.cs, b.rs)];
-        match self.split([m, n, k], costs, threads) {
-            Split::Rows(per) => par::for_each(threads, threads, |s| {
-                let i0 = s * per;
-                if i0 < m {
-                    let h = per.min(m - i0);
-                    self.nest([h, n, k], &a.shifted(i0, 0), b, out.shifted(i0, 0), 1);
-                }
-            }),
-            Split::Columns(stripes, per) => par::for_each(stripes, threads, |s| {
-                let j0 = s * per;
-                if j0 < n {
-                    let w = per.min(n - j0);
-                    self.nest([m, w, k], a, &b.shifted(0, j0), out.shifted(0, j0), 1);
-                }
-            }),
-            Split::Blocks => self.nest([m, n, k], a, b, out, threads),
-        }
+        self.nest([m, n, k], a, b, out, 1)
     }
 
     /// How `threads` threads share an m x n x k product whose operands cost `[a, b]` per value

@@ -39,8 +39,12 @@ pub(crate) use pack::{Cvt, Mat, Pack};
 /// meeting it again costs microseconds, the time one core takes for about this many. 1 M
 /// rather than 2 M: on a quiet 2-core Zen 5, 128^3 (2 M) split in two ran 1.27x faster with the
 /// AVX-512 kernel and 1.63x with AVX2 (`scripts/gemm_bench.py`, same run); 2 M had been chosen
-/// on a machine loaded by other builds, where the woken thread often came late.
-const PER_THREAD: usize = 1 << 20;
+/// on a machine loaded by other builds, where the woken thread often came late. 256 K since
+/// each thread's stripe of a small product reads A in place as a one-thread product does
+/// (`Gemm::one_thread`): on a 2-core Zen 4 (AMD EPYC, 2 threads, same run) 100^3 then ran
+/// 1.6x faster (0.93x NumPy before, 1.55x after), 1000 x 32 x 32 1.7x, 200^3 1.2x; the
+/// caller runs a stripe itself, so a helper that wakes late costs little.
+const PER_THREAD: usize = 1 << 18;
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
 const LARGE: usize = 1 << 24;
 
