@@ -331,17 +331,20 @@ fn copy_rows<const W: usize, T: Copy + Default, S: Cvt<T>>(
     j0: usize,
     cols: usize,
 ) {
-    for (kk, step) in dst.chunks_exact_mut(W).enumerate() {
-        let s = b.at(p0 + kk, j0);
-        if cols == W {
+    // Two loops, not one with the test inside: the whole-panel copy is the hot one.
+    if cols == W {
+        for (kk, step) in dst.chunks_exact_mut(W).enumerate() {
+            let s = b.at(p0 + kk, j0);
             for (x, &y) in step.iter_mut().zip(&b.data[s..s + W]) {
                 *x = y.cvt();
             }
-        } else {
-            let src = &b.data[s..s + cols];
-            for (j, x) in step.iter_mut().enumerate() {
-                *x = src.get(j).map_or(T::default(), |&y| y.cvt());
-            }
+        }
+        return;
+    }
+    for (kk, step) in dst.chunks_exact_mut(W).enumerate() {
+        let src = &b.data[b.at(p0 + kk, j0)..][..cols];
+        for (j, x) in step.iter_mut().enumerate() {
+            *x = src.get(j).map_or(T::default(), |&y| y.cvt());
         }
     }
 }
