@@ -142,14 +142,7 @@ impl Pack<TilePair> for bf16 {
             super::bf16::pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], panel_len);
             return;
         }
-        for (q, d) in dst
-            .chunks_mut(panel_len)
-            .take(cols.div_ceil(nr))
-            .enumerate()
-        {
-            let j = q * nr;
-            <bf16 as Pack<TilePair>>::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
-        }
+        super::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
     }
 }
 

@@ -127,15 +127,7 @@ impl Pack<u32> for bf16 {
             pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], kc.div_ceil(2) * nr);
             return;
         }
-        let panel_len = kc.div_ceil(2) * nr;
-        for (q, d) in dst
-            .chunks_mut(panel_len)
-            .take(cols.div_ceil(nr))
-            .enumerate()
-        {
-            let j = q * nr;
-            <bf16 as Pack<u32>>::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
-        }
+        super::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
     }
 
     const DEPTH: usize = 2;

@@ -153,15 +153,29 @@ pub(crate) trait Pack<P>: Copy + Send + Sync {
         cols: usize,
         nr: usize,
     ) {
-        let panel_len = nr * Self::steps(kc);
-        for (q, d) in dst
-            .chunks_mut(panel_len)
-            .take(cols.div_ceil(nr))
-            .enumerate()
-        {
-            let j = q * nr;
-            Self::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
-        }
+        by_panels(dst, b, p0, kc, j0, cols, nr)
+    }
+}
+
+/// [`Pack::pack_b_block`] panel by panel: panel `q` of columns `j0..j0 + cols` at
+/// `dst[q * steps(kc) * nr..]`.
+pub(crate) fn by_panels<P, S: Pack<P>>(
+    dst: &mut [P],
+    b: &Mat<S>,
+    p0: usize,
+    kc: usize,
+    j0: usize,
+    cols: usize,
+    nr: usize,
+) {
+    let panel_len = nr * S::steps(kc);
+    for (q, d) in dst
+        .chunks_mut(panel_len)
+        .take(cols.div_ceil(nr))
+        .enumerate()
+    {
+        let j = q * nr;
+        S::pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
     }
 }
 
@@ -200,11 +214,7 @@ impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
         // Only rows a page or more apart: with shorter rows the panel order read as fast, and
         // the group order's writes to every panel at once ran 128^3 to 300^3 about 0.9x.
         if b.cs != 1 || panels < 2 || b.rs.unsigned_abs() * size_of::<S>() < ROW_GROUP_STRIDE {
-            for (q, d) in dst.chunks_mut(panel_len).take(panels).enumerate() {
-                let j = q * nr;
-                pack_b(d, b, p0, kc, j0 + j, nr.min(cols - j), nr);
-            }
-            return;
+            return by_panels(dst, b, p0, kc, j0, cols, nr);
         }
         for p in (0..kc).step_by(ROW_GROUP) {
             let g = ROW_GROUP.min(kc - p);
