@@ -302,6 +302,8 @@ const STRIPE_WORK: usize = 1 << 27;
 /// 24 to 36 rows ran 1.2-1.4x faster in place with either kernel; from 48 rows (4 AVX-512 or
 /// 8 AVX2 tiles per panel) packing was as fast or faster.
 const IN_PLACE_ROWS: usize = 36;
+/// B's rows are not read in place when they lie a multiple of this many bytes apart.
+const ALIASING_STRIDE: usize = 4096;
 
 /// Scratch larger than this is freed after use instead of kept for the thread's next call.
 const KEEP_BYTES: usize = 16 << 20;
@@ -686,6 +688,13 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         if b.cs != 1 || n < self.nr || k == 0 {
             return None;
         }
+        // Rows a multiple of a page apart map a panel's column onto a few cache sets, too few
+        // to hold its depth: read in place, 32 x 512 @ 512 x 1024 ran 1.8x slower than packed
+        // (8 to 48 rows, 1024 or 2048 columns: 1.4-1.9x; 1000 columns read in place as fast).
+        let row_bytes = b.rs.unsigned_abs() * size_of::<P>();
+        if k > 1 && row_bytes != 0 && row_bytes % ALIASING_STRIDE == 0 {
+            return None;
+        }
         let data = SB::direct(b.data)?;
         // An element's index is linear in (p, j), so if the corners of the k x n box lie in
         // the buffer, every element does (a layout that passed its checks always does).
@@ -1005,6 +1014,63 @@ mod tests {
                 ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
             })
             .collect()
+    }
+
+    /// B is read in place unless its rows lie a multiple of a page apart (or it has one row,
+    /// or stride-0 rows), and the products either way match the naive one: a small product
+    /// (direct path) and a nest-sized one, B 1000 and 1024 columns wide, rows reversed too.
+    #[test]
+    fn b_in_place_unless_rows_alias() {
+        for kern in Kernel::ALL.into_iter().filter(|k| k.is_available()) {
+            let g = super::super::with_kernel(kern, select_f32).unwrap();
+            let data = vec![1.0f32; 64 * 4096];
+            let readable = |k: usize, off: usize, rs: isize| {
+                g.b_readable([k, 64], &Mat::new(&data, off, rs, 1))
+                    .is_some()
+            };
+            let mid = 32 * 4096;
+            for (k, rs, want) in [
+                (8, 1000, true),
+                (8, 1024, false),
+                (8, 2048, false),
+                (8, -1024, false),
+                (8, 1536, true),
+                (1, 1024, true),
+                (8, 0, true),
+            ] {
+                assert_eq!(readable(k, mid, rs), want, "{kern:?} k {k} rs {rs}");
+            }
+            for (m, k, n) in [
+                (16, 64, 1024),
+                (16, 64, 1000),
+                (24, 600, 1024),
+                (24, 600, 1000),
+            ] {
+                let (a, b) = (values(4, m * k), values(5, k * n));
+                for reversed in [false, true] {
+                    // Reversed: row p of B is stored at row k - 1 - p.
+                    let (off, rs) = if reversed {
+                        ((k - 1) * n, -(n as isize))
+                    } else {
+                        (0, n as isize)
+                    };
+                    let bv = Mat::new(&b, off, rs, 1);
+                    let mut c = vec![f32::NAN; m * n];
+                    g.run([m, n, k], &Mat::new(&a, 0, k as isize, 1), &bv, &mut c, 1);
+                    for (e, x) in c.iter().enumerate() {
+                        let (i, j) = (e / n, e % n);
+                        let w: f64 = (0..k)
+                            .map(|p| a[i * k + p] as f64 * bv.get(p, j) as f64)
+                            .sum();
+                        let tol = 2.0 * (k as f64 + 1.0) * f32::EPSILON as f64;
+                        assert!(
+                            (*x as f64 - w).abs() <= tol,
+                            "{kern:?} {m}x{k}x{n} reversed {reversed}: element {e}: {x} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// The smallest blocks (KC 32, MC = MR, NC = NR) make every loop of the nest run many
