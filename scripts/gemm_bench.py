@@ -5,6 +5,7 @@ GFLOP/s medians and the median over rounds of each round's time ratio (>1: quill
 
     python scripts/gemm_bench.py --bin before=/tmp/base/gemm_bench --bin after=target/release/examples/gemm_bench \
         [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16] [--shapes 64x512x512,...]
+        [--layout at|bt]
 
 --kernel avx2 forces quill's AVX2 kernel (QUILL_MATMUL_KERNEL) and OpenBLAS's Haswell kernels
 (OPENBLAS_CORETYPE), a like-for-like AVX2 comparison on an AVX-512 machine. Optional; not part of
@@ -26,6 +27,9 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--kernel", default=None)
 ap.add_argument("--only", default=None)
 ap.add_argument("--shapes", default=None, help="comma-separated MxKxN list replacing the default cases")
+ap.add_argument(
+    "--layout", default="", choices=["", "at", "bt"], help="A (at) or B (bt) stored transposed, read as a view"
+)
 args = ap.parse_args()
 
 T = str(args.threads)
@@ -62,7 +66,7 @@ for spec in args.bin:
 
 
 def quill(p, dt, m, k, n, inner):
-    p.stdin.write(f"{dt} {m} {k} {n} {args.reps} {inner}\n")
+    p.stdin.write(f"{dt}{args.layout} {m} {k} {n} {args.reps} {inner}\n")
     p.stdin.flush()
     return [float(x) for x in p.stdout.readline().split()]
 
@@ -84,7 +88,7 @@ print(
     f"CPU {cpu}, {args.threads} threads, kernel {args.kernel or 'best'}, "
     f"numpy {np.__version__}{' (OPENBLAS_CORETYPE=Haswell)' if args.kernel == 'avx2' else ''}, "
     f"torch {torch.__version__ if torch else '-'}; "
-    f"{args.rounds} rounds x {args.reps} reps"
+    f"{args.rounds} rounds x {args.reps} reps{', A transposed' if args.layout == 'at' else ''}{', B transposed' if args.layout == 'bt' else ''}"
 )
 names = [b[0] for b in bins]
 hdr = ["case"] + [f"{n} GF/s" for n in names] + ["NumPy GF/s", "torch GF/s"]
@@ -96,8 +100,8 @@ print("|" + "---|" * len(hdr))
 for dt, (m, k, n) in cases:
     inner = max(1, (1 << 25) // (2 * m * k * n))
     flops = 2.0 * m * k * n * inner
-    a = rng.random((m, k), dtype=np.float32)
-    b = rng.random((k, n), dtype=np.float32)
+    a = rng.random((k, m), dtype=np.float32).T if args.layout == "at" else rng.random((m, k), dtype=np.float32)
+    b = rng.random((n, k), dtype=np.float32).T if args.layout == "bt" else rng.random((k, n), dtype=np.float32)
     peers = {}
     if dt == "f32":
         peers["NumPy"] = lambda: a @ b

@@ -1,5 +1,5 @@
 //! The quill side of `scripts/gemm_bench.py`: reads `dtype m k n reps inner` lines on stdin
-//! (dtype f32 or bf16), times `reps` runs of `inner` products `(m x k) @ (k x n)` through
+//! (dtype f32 or bf16, with `at` or `bt` appended for a transposed A or B view), times `reps` runs of `inner` products `(m x k) @ (k x n)` through
 //! `quill_cpu::matmul::matmul`, and answers each with the seconds of each run. Threads follow
 //! `RAYON_NUM_THREADS`, the kernel `QUILL_MATMUL_KERNEL`. Being a small example of this crate
 //! alone, it builds in a few minutes, so two builds (before and after a change) can be driven
@@ -35,8 +35,21 @@ fn main() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| f[i].parse::<usize>().unwrap();
         let (m, k, n, reps, inner) = (num(1), num(2), num(3), num(4), num(5));
-        let (a, al) = operand(f[0], m, k, 1);
-        let (b, bl) = operand(f[0], k, n, 2);
+        // `f32at` / `f32bt`: A (or B) stored transposed and read through a transposed view,
+        // as a weight gradient `x^T @ g` (or `g @ w^T`) reads it.
+        let dtype = f[0].trim_end_matches("at").trim_end_matches("bt");
+        let (a, al) = if f[0].ends_with("at") {
+            let (a, al) = operand(dtype, k, m, 1);
+            (a, al.transpose(0, 1).unwrap())
+        } else {
+            operand(dtype, m, k, 1)
+        };
+        let (b, bl) = if f[0].ends_with("bt") {
+            let (b, bl) = operand(dtype, n, k, 2);
+            (b, bl.transpose(0, 1).unwrap())
+        } else {
+            operand(dtype, k, n, 2)
+        };
         drop(matmul(&a, &al, &b, &bl).unwrap());
         let times: Vec<String> = (0..reps)
             .map(|_| {
