@@ -358,7 +358,7 @@ fn copy_rows<const W: usize, T: Copy + Default, S: Cvt<T>>(
     if cols == W {
         // A copy of a constant length compiles to a few vector moves; the element-wise loop
         // below, even with an identity conversion, stayed 16 scalar moves per f32 step (a
-        // third of a 64 x 1024 x 1024 product's time on AVX2 went to packing B).
+        // fifth of a 64 x 1024 x 1024 product's time on AVX2 went to packing B).
         if let Some(data) = S::same(b.data) {
             return copy_runs::<W, T>(dst, data, |kk| b.at(p0 + kk, j0));
         }
