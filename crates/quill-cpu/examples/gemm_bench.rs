@@ -2,9 +2,9 @@
 //! (dtype f32 or bf16, with `at` or `bt` appended for a transposed A or B view), times `reps`
 //! runs of `inner` products `(m x k) @ (k x n)` through `quill_cpu::matmul::matmul`, and
 //! answers each with the seconds of each run. Threads follow `RAYON_NUM_THREADS`, the kernel
-//! `QUILL_MATMUL_KERNEL`. Being a small example of this crate
-//! alone, it builds in a few minutes, so two builds (before and after a change) can be driven
-//! side by side against NumPy and PyTorch in one run.
+//! `QUILL_MATMUL_KERNEL`. Being a small example of this crate alone, it builds in a few
+//! minutes, so two builds (before and after a change) can be driven side by side against NumPy
+//! and PyTorch in one run.
 
 use half::bf16;
 use quill_core::Layout;
