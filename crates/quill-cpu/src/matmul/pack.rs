@@ -168,7 +168,23 @@ pub(crate) fn by_panels<P, S: Pack<P>>(
     cols: usize,
     nr: usize,
 ) {
-    let panel_len = nr * S::steps(kc);
+    each_panel(dst, nr * S::steps(kc), b, p0, kc, j0, cols, nr)
+}
+
+/// Depth `p0..p0 + kc` of each B panel of columns `j0..j0 + cols`, panel `q` written from
+/// `dst[q * panel_len..]`: whole panels ([`by_panels`]), or one group of rows of panels
+/// `panel_len` apart (the row-group order).
+#[allow(clippy::too_many_arguments)]
+fn each_panel<P, S: Pack<P>>(
+    dst: &mut [P],
+    panel_len: usize,
+    b: &Mat<S>,
+    p0: usize,
+    kc: usize,
+    j0: usize,
+    cols: usize,
+    nr: usize,
+) {
     for (q, d) in dst
         .chunks_mut(panel_len)
         .take(cols.div_ceil(nr))
@@ -211,19 +227,14 @@ impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
         cols: usize,
         nr: usize,
     ) {
-        let panel_len = nr * kc;
-        let panels = cols.div_ceil(nr);
         // Only rows a page or more apart: with shorter rows the panel order read as fast, and
         // the group order's writes to every panel at once ran 128^3 to 300^3 about 0.9x.
-        if b.cs != 1 || panels < 2 || b.rs.unsigned_abs() * size_of::<S>() < ROW_GROUP_STRIDE {
+        if b.cs != 1 || cols <= nr || b.rs.unsigned_abs() * size_of::<S>() < ROW_GROUP_STRIDE {
             return by_panels(dst, b, p0, kc, j0, cols, nr);
         }
         for p in (0..kc).step_by(ROW_GROUP) {
             let g = ROW_GROUP.min(kc - p);
-            for (q, d) in dst.chunks_mut(panel_len).take(panels).enumerate() {
-                let j = q * nr;
-                pack_b(&mut d[p * nr..], b, p0 + p, g, j0 + j, nr.min(cols - j), nr);
-            }
+            each_panel(&mut dst[p * nr..], nr * kc, b, p0 + p, g, j0, cols, nr);
         }
     }
 }
