@@ -17,11 +17,16 @@
 //! 32 output channels in 12-row tiles (the forward); transposed, only the (og, hw) gradient
 //! is repacked, and the tiles are full.
 //!
+//! Depthwise layers (one input channel per group) skip the GEMM for a direct stencil
+//! (`depthwise.rs`).
+//!
 //! Threads split the batch (each GEMM then runs on one thread); a single sample gives its
 //! GEMMs all the threads instead. A 1x1 kernel with stride 1 and no padding needs no column
 //! matrix: the input is already one. With unit strides and "same" padding (as many output as
 //! input columns) a row of the column matrix is the image shifted by one constant offset, so
 //! im2col is one copy per row and col2im one add per row, with the padding taps zeroed.
+
+mod depthwise;
 
 use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
 use crate::storage::read;
@@ -383,6 +388,10 @@ fn forward_t<T: ConvReal>(
     let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.o * g.hw);
     let out = T::slice_mut(&mut store).expect("allocated as T");
+    if depthwise::applies(&g) {
+        depthwise::forward(&g, xs, ws, out);
+        return Ok(store);
+    }
     let gemm = T::gemm();
     let (split, t) = g.threads();
     // A 1x1 layer's direct GEMM already writes NCHW from the input in place.
@@ -442,6 +451,10 @@ fn backward_input_t<T: ConvReal>(
     let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
     let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.c * g.hw_in);
     let dx = T::slice_mut(&mut store).expect("allocated as T");
+    if depthwise::applies(&g) {
+        depthwise::backward_input(&g, gys, ws, dx);
+        return Ok(store);
+    }
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let scratch = if g.direct { 0 } else { g.kk * g.hw };
@@ -489,6 +502,9 @@ fn backward_weight_t<T: ConvReal>(
     let d = &g.d;
     let xs = read::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
     let gys = read::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
+    if depthwise::applies(&g) {
+        return Ok(T::wrap(depthwise::backward_weight(&g, xs, gys)));
+    }
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let len = d.o * g.kk;

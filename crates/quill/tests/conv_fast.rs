@@ -277,6 +277,53 @@ fn odd_shapes_match_direct_convolution() {
     }
 }
 
+/// Depthwise layers (one input channel per group) take the direct stencil of
+/// `quill-cpu/src/conv/depthwise.rs`: strides 1 and 2 (compiled for them) and 3 (read at run
+/// time), mixed per-dim; padding up to past the dilated kernel; dilation; kernels 1x1 to 5x3;
+/// channel multipliers 1-3; output rows shorter than, equal to and longer than its 16-column
+/// blocks; an input of zero height padded into a non-empty output; a batch large enough for
+/// the threaded planes; f32, f64 and strided views.
+#[test]
+fn depthwise_stencil_matches_direct_convolution() {
+    let mut seed = 6000;
+    let mut run = |t: Case, views: &[View]| {
+        for &view in views {
+            for dtype in [DType::F64, DType::F32] {
+                check_case(&t, seed, view, dtype);
+            }
+        }
+        seed += 3;
+    };
+    for s in [(1, 1), (2, 2), (3, 3), (1, 2), (2, 1)] {
+        for p in 0..=3 {
+            for d in 1..=2 {
+                for (k, mult) in [((3, 3), 1), ((1, 1), 2), ((5, 3), 1), ((2, 4), 3)] {
+                    let t = case(2, 3, 3 * mult, (9, 8), k, s, (p, p), (d, d), 3);
+                    run(t, &[View::Contiguous]);
+                }
+            }
+        }
+    }
+    for wd in [15, 16, 17, 33] {
+        run(
+            case(2, 4, 4, (5, wd), (3, 3), (1, 1), (1, 1), (1, 1), 4),
+            &[View::Contiguous, View::FromNhwc, View::Flipped, View::Offset],
+        );
+        run(
+            case(1, 2, 4, (6, wd), (3, 3), (2, 2), (1, 1), (1, 1), 2),
+            &[View::Contiguous],
+        );
+    }
+    // Zero-height input: every tap reads padding.
+    run(case(2, 2, 2, (0, 3), (1, 3), (1, 1), (1, 1), (1, 1), 2), &[View::Contiguous]);
+    // Threaded: 16 planes, 8 channels, 9 taps over 32 x 32.
+    run(
+        case(2, 8, 16, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1), 8),
+        &[View::Contiguous, View::FromNhwc],
+    );
+    run(case(4, 16, 16, (20, 18), (3, 3), (2, 2), (1, 1), (1, 1), 16), &[View::Contiguous]);
+}
+
 #[test]
 fn non_contiguous_operands() {
     let cases = [

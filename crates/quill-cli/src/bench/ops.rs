@@ -1,8 +1,8 @@
 //! `quill bench ops`: the CPU compute kernels on f32 against NumPy and PyTorch (when they
 //! import) in one run, alternating quill and each peer case by case: matmul in f32 (square and
 //! Linear-layer shapes) and bf16 (PyTorch only: NumPy has no bf16) in GFLOP/s, elementwise ops
-//! and reductions (GB/s, bytes read plus written), and a conv layer (GFLOP/s, forward alone
-//! and forward + backward). Medians and ratios; absolute
+//! and reductions (GB/s, bytes read plus written), and conv layers (GFLOP/s, forward alone
+//! and forward + backward: the MNIST CNN's, ResNet's, depthwise, grouped, dilated). Medians and ratios; absolute
 //! figures drift with the machine's load, ratios much less.
 
 use super::{median, peer::Peer};
@@ -60,6 +60,160 @@ fn gemm(name: &str, [m, k, n]: [usize; 3], dtype: DType) -> Result<Case, String>
             }
         }),
     })
+}
+
+/// A conv layer of the conv group: batch, in and out channels, square image side, square
+/// kernel side, stride, padding, dilation, groups.
+#[derive(Clone, Copy)]
+struct ConvLayer {
+    n: usize,
+    c: usize,
+    o: usize,
+    hw: usize,
+    k: usize,
+    stride: usize,
+    pad: usize,
+    dilation: usize,
+    groups: usize,
+}
+
+const fn layer(n: usize, c: usize, o: usize, hw: usize, k: usize) -> ConvLayer {
+    ConvLayer {
+        n,
+        c,
+        o,
+        hw,
+        k,
+        stride: 1,
+        pad: k / 2,
+        dilation: 1,
+        groups: 1,
+    }
+}
+
+/// The conv group's layers. Case names spell out the geometry (`ConvLayer::key`), and
+/// `ops_peer.py` builds its PyTorch layer from the name, so this table is the only list.
+const CONVS: [(&str, ConvLayer); 9] = [
+    ("MNIST CNN conv 2", layer(64, 16, 32, 14, 3)),
+    ("ResNet 3x3", layer(8, 64, 64, 56, 3)),
+    (
+        "ResNet 3x3 stride 2",
+        ConvLayer {
+            stride: 2,
+            ..layer(8, 128, 256, 28, 3)
+        },
+    ),
+    (
+        "ResNet 1x1 bottleneck",
+        ConvLayer {
+            pad: 0,
+            ..layer(8, 256, 64, 56, 1)
+        },
+    ),
+    (
+        "ResNet stem 7x7 stride 2",
+        ConvLayer {
+            stride: 2,
+            ..layer(8, 3, 64, 224, 7)
+        },
+    ),
+    (
+        "depthwise 3x3",
+        ConvLayer {
+            groups: 128,
+            ..layer(8, 128, 128, 56, 3)
+        },
+    ),
+    (
+        "depthwise 3x3 stride 2",
+        ConvLayer {
+            groups: 128,
+            stride: 2,
+            ..layer(8, 128, 128, 56, 3)
+        },
+    ),
+    (
+        "grouped 3x3, 32 groups",
+        ConvLayer {
+            groups: 32,
+            ..layer(8, 128, 128, 28, 3)
+        },
+    ),
+    (
+        "dilated 3x3, dilation 2",
+        ConvLayer {
+            pad: 2,
+            dilation: 2,
+            ..layer(8, 64, 64, 28, 3)
+        },
+    ),
+];
+
+impl ConvLayer {
+    /// The geometry as a case-name key, parsed back by `ops_peer.py`.
+    fn key(&self) -> String {
+        let ConvLayer {
+            n,
+            c,
+            o,
+            hw,
+            k,
+            stride,
+            pad,
+            dilation,
+            groups,
+        } = *self;
+        format!("conv_n{n}_c{c}_o{o}_hw{hw}_k{k}_s{stride}_p{pad}_d{dilation}_g{groups}")
+    }
+
+    fn out_side(&self) -> usize {
+        (self.hw + 2 * self.pad - self.dilation * (self.k - 1) - 1) / self.stride + 1
+    }
+
+    /// Multiply-adds times two of the forward.
+    fn flops(&self) -> f64 {
+        let taps = self.c / self.groups * self.k * self.k;
+        2.0 * (self.n * self.o * taps * self.out_side().pow(2)) as f64
+    }
+}
+
+/// The forward, and forward + backward (input and weight), of one conv layer.
+fn conv_cases(v: &mut Vec<Case>, label: &str, l: ConvLayer) -> Result<(), String> {
+    let spec = quill::Conv2dSpec {
+        stride: (l.stride, l.stride),
+        padding: (l.pad, l.pad),
+        dilation: (l.dilation, l.dilation),
+        groups: l.groups,
+    };
+    let x = rand(&[l.n, l.c, l.hw, l.hw], 10)?;
+    let w = rand(&[l.o, l.c / l.groups, l.k, l.k], 11)?;
+    let geometry = format!(
+        "{}x{}x{}x{}, {} {}x{} filters, stride {}, pad {}, dilation {}, groups {}",
+        l.n, l.c, l.hw, l.hw, l.o, l.k, l.k, l.stride, l.pad, l.dilation, l.groups
+    );
+    let (xa, wa) = (x.clone(), w.clone());
+    v.push(Case {
+        name: format!("{}_fwd", l.key()),
+        what: format!("conv {label} ({geometry}): forward"),
+        unit: Unit::GFlops(l.flops()),
+        run: Box::new(move || drop(xa.conv2d(&wa, spec).expect("conv2d"))),
+    });
+    let tx = Tensor::from_array(x, true).map_err(|e| e.to_string())?;
+    let tw = Tensor::from_array(w, true).map_err(|e| e.to_string())?;
+    let ho = l.out_side();
+    let g = Tensor::new(rand(&[l.n, l.o, ho, ho], 12)?);
+    v.push(Case {
+        name: format!("{}_fwd_bwd", l.key()),
+        what: format!("conv {label}: forward + backward (input and weight)"),
+        unit: Unit::GFlops(3.0 * l.flops()),
+        run: Box::new(move || {
+            let y = tx.conv2d(&tw, spec).expect("conv2d");
+            y.backward_with(&g).expect("backward");
+            tx.zero_grad();
+            tw.zero_grad();
+        }),
+    });
+    Ok(())
 }
 
 fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
@@ -147,35 +301,9 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
         ));
     }
     if want("conv") {
-        // The second conv of the MNIST CNN at batch 64: 16 -> 32 channels, 14x14, 3x3, pad 1.
-        let (n, c, o, hw) = (64usize, 16usize, 32usize, 14usize);
-        let flops = 2.0 * (n * o * c * 9 * hw * hw) as f64;
-        let spec = quill::Conv2dSpec {
-            padding: (1, 1),
-            ..quill::Conv2dSpec::default()
-        };
-        let (x, w) = (rand(&[n, c, hw, hw], 10)?, rand(&[o, c, 3, 3], 11)?);
-        let (xa, wa) = (x.clone(), w.clone());
-        v.push(Case {
-            name: "conv_fwd".into(),
-            what: format!("conv2d {n}x{c}x{hw}x{hw}, {o} 3x3 filters, pad 1: forward"),
-            unit: Unit::GFlops(flops),
-            run: Box::new(move || drop(xa.conv2d(&wa, spec).expect("conv2d"))),
-        });
-        let tx = Tensor::from_array(x, true).map_err(|e| e.to_string())?;
-        let tw = Tensor::from_array(w, true).map_err(|e| e.to_string())?;
-        let g = Tensor::new(rand(&[n, o, hw, hw], 12)?);
-        v.push(Case {
-            name: "conv_fwd_bwd".into(),
-            what: "the same conv2d: forward + backward (input and weight)".into(),
-            unit: Unit::GFlops(3.0 * flops),
-            run: Box::new(move || {
-                let y = tx.conv2d(&tw, spec).expect("conv2d");
-                y.backward_with(&g).expect("backward");
-                tx.zero_grad();
-                tw.zero_grad();
-            }),
-        });
+        for (label, layer) in CONVS {
+            conv_cases(&mut v, label, layer)?;
+        }
     }
     Ok(v)
 }

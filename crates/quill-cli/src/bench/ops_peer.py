@@ -88,22 +88,6 @@ if torch is not None:
         "max_last": lambda: tm.max(dim=1).values,
         "bmm": lambda: tba @ tbb,
     }
-    # The conv layer case: torch.nn.functional.conv2d forward, and forward + backward.
-    cx = torch.rand(64, 16, 14, 14, requires_grad=True)
-    cw = torch.rand(32, 16, 3, 3, requires_grad=True)
-    cg = torch.rand(64, 32, 14, 14)
-
-    def conv_fwd():
-        with torch.no_grad():
-            return torch.nn.functional.conv2d(cx, cw, padding=1)
-
-    def conv_fwd_bwd():
-        torch.nn.functional.conv2d(cx, cw, padding=1).backward(cg)
-        cx.grad = None
-        cw.grad = None
-
-    t_cases["conv_fwd"] = conv_fwd
-    t_cases["conv_fwd_bwd"] = conv_fwd_bwd
     for name, (p, q) in mats.items():
         f = (lambda p, q: lambda: p @ q)(torch.from_numpy(p), torch.from_numpy(q))
         t_cases[name] = repeat(f, *shapes[name])
@@ -115,10 +99,41 @@ if torch is not None:
         q = torch.from_numpy(rng.random((k_, n_), dtype=np.float32)).bfloat16()
         t_cases[name] = repeat((lambda p, q: lambda: torch.matmul(p, q))(p, q), m_, k_, n_)
 
+
+
+def conv_case(name):
+    """The PyTorch side of a conv case, built from its name (`ConvLayer::key` in ops.rs):
+    conv_n{N}_c{C}_o{O}_hw{HW}_k{K}_s{S}_p{P}_d{D}_g{G}_fwd or ..._fwd_bwd."""
+    parts = name.split("_")
+    v = {}
+    for p in parts[1:10]:
+        key = p.rstrip("0123456789")
+        v[key] = int(p[len(key) :])
+    x = torch.rand(v["n"], v["c"], v["hw"], v["hw"], requires_grad=True)
+    w = torch.rand(v["o"], v["c"] // v["g"], v["k"], v["k"], requires_grad=True)
+    args = dict(stride=v["s"], padding=v["p"], dilation=v["d"], groups=v["g"])
+    conv = torch.nn.functional.conv2d
+    with torch.no_grad():
+        gy = torch.rand_like(conv(x, w, **args))
+
+    def fwd():
+        with torch.no_grad():
+            return conv(x, w, **args)
+
+    def fwd_bwd():
+        conv(x, w, **args).backward(gy)
+        x.grad = None
+        w.grad = None
+
+    return fwd_bwd if name.endswith("_fwd_bwd") else fwd
+
+
 version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
 print("ready " + version, flush=True)
 for line in sys.stdin:
     name, lib, reps = line.split()
+    if torch is not None and lib == "torch" and name.startswith("conv_") and name not in t_cases:
+        t_cases[name] = conv_case(name)
     f = (np_cases if lib == "numpy" else t_cases).get(name)
     out = []
     for _ in range(int(reps)):
