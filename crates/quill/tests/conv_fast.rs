@@ -307,7 +307,12 @@ fn depthwise_stencil_matches_direct_convolution() {
     for wd in [15, 16, 17, 33] {
         run(
             case(2, 4, 4, (5, wd), (3, 3), (1, 1), (1, 1), (1, 1), 4),
-            &[View::Contiguous, View::FromNhwc, View::Flipped, View::Offset],
+            &[
+                View::Contiguous,
+                View::FromNhwc,
+                View::Flipped,
+                View::Offset,
+            ],
         );
         run(
             case(1, 2, 4, (6, wd), (3, 3), (2, 2), (1, 1), (1, 1), 2),
@@ -315,13 +320,19 @@ fn depthwise_stencil_matches_direct_convolution() {
         );
     }
     // Zero-height input: every tap reads padding.
-    run(case(2, 2, 2, (0, 3), (1, 3), (1, 1), (1, 1), (1, 1), 2), &[View::Contiguous]);
+    run(
+        case(2, 2, 2, (0, 3), (1, 3), (1, 1), (1, 1), (1, 1), 2),
+        &[View::Contiguous],
+    );
     // Threaded: 16 planes, 8 channels, 9 taps over 32 x 32.
     run(
         case(2, 8, 16, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1), 8),
         &[View::Contiguous, View::FromNhwc],
     );
-    run(case(4, 16, 16, (20, 18), (3, 3), (2, 2), (1, 1), (1, 1), 16), &[View::Contiguous]);
+    run(
+        case(4, 16, 16, (20, 18), (3, 3), (2, 2), (1, 1), (1, 1), 16),
+        &[View::Contiguous],
+    );
 }
 
 #[test]

@@ -58,7 +58,10 @@ impl Frame {
     fn output_grad(g: &Geom) -> Frame {
         let d = &g.d;
         let (ph, pw) = d.spec.padding;
-        let (qh, qw) = ((d.kh - 1) * d.spec.dilation.0, (d.kw - 1) * d.spec.dilation.1);
+        let (qh, qw) = (
+            (d.kh - 1) * d.spec.dilation.0,
+            (d.kw - 1) * d.spec.dilation.1,
+        );
         Frame {
             rows: (d.h + ph + qh).max(qh + d.ho),
             cols: (d.w.next_multiple_of(L) + pw + qw).max(qw + d.wo),
@@ -216,7 +219,10 @@ fn forward_plane<T: Real, const S: usize>(
     y: &mut [T],
 ) {
     frame.fill(x, (g.d.h, g.d.w), xf);
-    for (yj, wj) in y.chunks_exact_mut(g.hw).zip(filters.chunks_exact(st.offsets.len())) {
+    for (yj, wj) in y
+        .chunks_exact_mut(g.hw)
+        .zip(filters.chunks_exact(st.offsets.len()))
+    {
         stencil::<T, S>(st, xf, wj, yj);
     }
 }
@@ -354,10 +360,7 @@ fn scatter<T: Real>(g: &Geom, gy: &[T], w: &[T], dx: &mut [T]) {
         let gyp = &gy[p * g.og * g.hw..(p + 1) * g.og * g.hw];
         let filters = &w[(p % d.c) * g.og * kk..][..g.og * kk];
         for (gyj, wj) in gyp.chunks_exact(g.hw).zip(filters.chunks_exact(kk)) {
-            by_stride!(
-                d.spec.stride.1,
-                scatter_plane::<T>(g, frame, gyj, wj, dxf)
-            );
+            by_stride!(d.spec.stride.1, scatter_plane::<T>(g, frame, gyj, wj, dxf));
         }
         for (r, dst) in dx.chunks_exact_mut(d.w).enumerate() {
             let at = (r + frame.top) * frame.cols + frame.left;
