@@ -16,10 +16,9 @@
 //!
 //! Planes go to threads whole (sample and channel for the forward and the input gradient).
 
-use super::{Geom, GRAIN};
+use super::{per_sample, Geom, GRAIN};
 use crate::matmul::Real;
 use crate::simd::with_best_simd;
-use rayon::prelude::*;
 
 /// Output columns summed in registers at a time (one AVX-512 vector of f32).
 const L: usize = 16;
@@ -134,8 +133,8 @@ pub(super) fn applies(g: &Geom) -> bool {
     g.cg == 1 && g.d.spec.groups > 1
 }
 
-/// Runs `f(i, chunk, scratch)` for every `per`-long chunk of `out`, on the pool when the
-/// convolution is large enough, each worker reusing one scratch of `scratch` values.
+/// `conv.rs`'s `per_sample` over `per`-long chunks of `out`: on the pool when the convolution
+/// is large enough.
 fn for_planes<T: Real>(
     g: &Geom,
     out: &mut [T],
@@ -143,20 +142,8 @@ fn for_planes<T: Real>(
     scratch: usize,
     f: impl Fn(usize, &mut [T], &mut [T]) + Sync + Send,
 ) {
-    if per == 0 {
-        return;
-    }
-    let init = || vec![T::default(); scratch];
-    if g.work() >= GRAIN && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each_init(init, |s, (i, o)| f(i, o, s));
-    } else {
-        let mut s = init();
-        for (i, o) in out.chunks_mut(per).enumerate() {
-            f(i, o, &mut s);
-        }
-    }
+    let split = g.work() >= GRAIN && rayon::current_num_threads() > 1;
+    per_sample(out, per, split, scratch, f)
 }
 
 /// Calls `f::<S>()` with the column stride `sw` as a constant where it is 1 or 2 (0: read at
