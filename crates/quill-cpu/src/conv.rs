@@ -15,7 +15,11 @@
 //! GEMMs reduce over pixels or taps, the column matrix's long dimension, and the straight
 //! form had to transpose the whole column matrix to pack it (the weight gradient) or ran
 //! 32 output channels in 12-row tiles (the forward); transposed, only the (og, hw) gradient
-//! is repacked, and the tiles are full.
+//! is repacked, and the tiles are full. They run by blocks of output rows (`Geom::block_rows`):
+//! im2col writes a block's column matrix, sized to L2, and the kernel reads it from there,
+//! with `W^T` transposed once per call and read in place as B. Written whole, the ResNet 3x3
+//! layer's (64 x 56 x 56) 7 MB column matrix left L2, and the straight form then packed all
+//! of it again: 1.2-1.7x slower forward and weight gradient.
 //!
 //! Depthwise layers (one input channel per group) skip the GEMM for a direct stencil
 //! (`depthwise.rs`).
@@ -28,11 +32,13 @@
 
 mod depthwise;
 
-use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
+use crate::matmul::{select_f32, select_f64, with_scratch, CacheSizes, Cvt, Gemm, Mat, Real};
 use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use quill_core::{ConvDims, DType, Result};
 use rayon::prelude::*;
+use std::cell::Cell;
+use std::ops::Range;
 
 /// Multiply-adds below which a call stays on one thread.
 const GRAIN: usize = 1 << 17;
@@ -102,9 +108,9 @@ struct Geom {
     direct: bool,
 }
 
-/// Output pixels times output channels of one group up to which the transposed GEMMs are
-/// used: their result (hw, og) and the packed weights stay in L2, since the direct kernel
-/// sweeps all of the result once per depth block instead of blocking it.
+/// Output pixels times output channels of one group per transposed GEMM: a block of output
+/// rows whose result (pixels, og) stays in L2, since the direct kernel sweeps all of the
+/// result once per depth block instead of blocking it.
 const TRANSPOSED_MAX: usize = 1 << 16;
 
 impl Geom {
@@ -128,11 +134,20 @@ impl Geom {
     }
     /// Whether the forward and weight gradient run transposed (see the module header): on
     /// one thread per GEMM, with output channels that fill `nr`-wide tiles (all full, or at
-    /// least four so the last one's waste is small) and a result that stays in L2.
-    fn transposed(&self, nr: usize, threads: usize) -> bool {
+    /// least four so the last one's waste is small), on a kernel that reads A in place.
+    fn transposed(&self, gemm: &Gemm<impl Real>, threads: usize) -> bool {
+        let nr = gemm.nr();
         threads == 1
             && (self.og.is_multiple_of(nr) || self.og >= 4 * nr)
-            && self.hw * self.og <= TRANSPOSED_MAX
+            && gemm.reads_a_direct(self.og)
+    }
+    /// Output rows per transposed GEMM: a result within [`TRANSPOSED_MAX`] and a column matrix
+    /// within L2, which im2col writes and the kernel then reads while it is still there (the
+    /// ResNet 3x3 layer's 7 MB column matrix had been written whole, then packed whole).
+    fn block_rows(&self, size: usize) -> usize {
+        let by_result = TRANSPOSED_MAX / (self.og * self.d.wo).max(1);
+        let by_col = CacheSizes::get().l2 / (self.kk * self.d.wo * size).max(1);
+        by_result.min(by_col).clamp(1, self.d.ho.max(1))
     }
     /// Whether to split the batch across threads (else one sample's GEMMs use them all).
     fn threads(&self) -> (bool, usize) {
@@ -168,25 +183,32 @@ fn span(off: isize, step: usize, len: usize, count: usize) -> (isize, usize, usi
     (off, lo, hi.clamp(lo, count))
 }
 
-/// Writes the column matrix (kk, hw) of one group of one sample: row (c, i, j) holds tap
-/// (i, j) of channel `c` for every output pixel, zero where it falls in the padding.
-fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T]) {
+/// Writes the column matrix (kk, pixels) of output rows `out_rows` of one group of one sample:
+/// row (c, i, j) holds tap (i, j) of channel `c` for each of those output pixels, zero where
+/// it falls in the padding.
+fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T], out_rows: Range<usize>) {
     let d = &g.d;
     let (sh, sw) = d.spec.stride;
     let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
-    let mut rows = col.chunks_exact_mut(g.hw);
+    let (r0, nrows) = (out_rows.start, out_rows.len());
+    let mut rows = col.chunks_exact_mut(nrows * d.wo);
     for c in 0..g.cg {
         let xc = &x[c * g.hw_in..(c + 1) * g.hw_in];
         for i in 0..d.kh {
             let (offh, lo_h, hi_h) = span((i * dh) as isize - ph as isize, sh, d.h, d.ho);
+            // The same span, relative to the block's first output row.
+            let lo_b = lo_h.saturating_sub(r0).min(nrows);
+            let hi_b = hi_h.saturating_sub(r0).clamp(lo_b, nrows);
+            let offh_b = offh + (r0 * sh) as isize;
             for j in 0..d.kw {
                 let (offw, lo, hi) = g.cols(j);
-                let row = rows.next().expect("kk rows of hw");
+                let row = rows.next().expect("kk rows of the block's pixels");
                 if (sh, sw) == (1, 1) && d.wo == d.w {
-                    shifted_copy(row, xc, d.w, (offh, lo_h, hi_h), (offw, lo, hi));
+                    shifted_copy(row, xc, d.w, (offh_b, lo_b, hi_b), (offw, lo, hi));
                     continue;
                 }
-                for (oh, dst) in row.chunks_exact_mut(d.wo).enumerate() {
+                for (ob, dst) in row.chunks_exact_mut(d.wo).enumerate() {
+                    let oh = r0 + ob;
                     if oh < lo_h || oh >= hi_h {
                         dst.fill(T::default());
                         continue;
@@ -318,16 +340,17 @@ fn col2im<T: Real>(g: &Geom, col: &mut [T], dx: &mut [T]) {
     }
 }
 
-/// `dst (cols, rows) = src (rows, cols)^T`, both row-major: the tiled transpose copy, by bits.
-fn transpose_into<T: Real>(src: &[T], dst: &mut [T], rows: usize, cols: usize) {
+/// `dst[c * ld + r] = src[r * cols + c]` for `r < rows`, `c < cols`: the (rows, cols)
+/// row-major `src` transposed into rows `ld` apart, by the tiled transpose copy (by bits).
+fn transpose_into<T: Real>(src: &[T], dst: &mut [T], rows: usize, cols: usize, ld: usize) {
     use crate::transpose::Word;
-    let (r, c) = (rows as isize, cols as isize);
+    let (ld, c) = (ld as isize, cols as isize);
     if size_of::<T>() == 4 {
         let s: &[u32] = bytemuck::cast_slice(src);
-        u32::tile(bytemuck::cast_slice_mut(dst), 0, r, s, 0, 1, c, cols, rows);
+        u32::tile(bytemuck::cast_slice_mut(dst), 0, ld, s, 0, 1, c, cols, rows);
     } else {
         let s: &[u64] = bytemuck::cast_slice(src);
-        u64::tile(bytemuck::cast_slice_mut(dst), 0, r, s, 0, 1, c, cols, rows);
+        u64::tile(bytemuck::cast_slice_mut(dst), 0, ld, s, 0, 1, c, cols, rows);
     }
 }
 
@@ -338,9 +361,17 @@ fn float_dtype(op: &'static str, s: &CpuStorage) -> Result<DType> {
     }
 }
 
+thread_local! {
+    /// The per-thread scratch of [`per_sample`] and the weight gradient's column matrix.
+    static SCRATCH: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
 /// Runs `body(sample, out_chunk, scratch)` for every sample, the output cut into `per`-sized
-/// chunks; threads split the samples when `split`. `scratch` is one zeroed buffer of
-/// `scratch_len` per worker, reused across its samples.
+/// chunks; threads split the samples when `split`. `scratch` (`scratch_len` values, contents
+/// unspecified: every user writes what it reads) is the running thread's reused buffer. A
+/// fresh zeroed vector per rayon job had spent 3 % of a dilated 3x3 layer's forward in
+/// `memset`; a pooled one (huge pages) made 56x56 layers 5-15 % slower, whose column-matrix
+/// rows lie 12.5 KB apart, which physically contiguous pages map onto few cache sets.
 fn per_sample<T: Real>(
     out: &mut [T],
     per: usize,
@@ -351,16 +382,15 @@ fn per_sample<T: Real>(
     if per == 0 {
         return;
     }
-    let init = || vec![T::default(); scratch_len];
+    let one = |(n, o): (usize, &mut [T])| with_scratch(&SCRATCH, scratch_len, |s| body(n, o, s));
     if split {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each_init(init, |s, (n, o)| body(n, o, s));
+        out.par_chunks_mut(per).enumerate().for_each(one);
     } else {
-        let mut s = init();
-        for (n, o) in out.chunks_mut(per).enumerate() {
-            body(n, o, &mut s);
-        }
+        with_scratch(&SCRATCH, scratch_len, |s| {
+            for (n, o) in out.chunks_mut(per).enumerate() {
+                body(n, o, s);
+            }
+        });
     }
 }
 
@@ -395,36 +425,76 @@ fn forward_t<T: ConvReal>(
     let gemm = T::gemm();
     let (split, t) = g.threads();
     // A 1x1 layer's direct GEMM already writes NCHW from the input in place.
-    let tr = !g.direct && g.transposed(gemm.nr(), t);
+    if !g.direct && g.transposed(&gemm, t) {
+        forward_transposed(&g, &gemm, xs, ws, out, split);
+        return Ok(store);
+    }
     let col_len = if g.direct { 0 } else { g.kk * g.hw };
-    let scratch = col_len + if tr { g.hw * g.og } else { 0 };
-    per_sample(out, d.o * g.hw, split, scratch, |n, y, scratch| {
-        let (col, yt) = scratch.split_at_mut(col_len);
+    per_sample(out, d.o * g.hw, split, col_len, |n, y, col| {
         let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
         for gi in 0..d.spec.groups {
             let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
             let cols: &[T] = if g.direct {
                 xg
             } else {
-                im2col(&g, xg, col);
+                im2col(&g, xg, col, 0..d.ho);
                 col
             };
             let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
-            if tr {
-                // Y^T (hw, og) = col^T (hw, kk) @ W^T (kk, og).
-                let a = Mat::new(cols, 0, 1, g.hw as isize);
-                let b = Mat::new(ws, gi * g.og * g.kk, 1, g.kk as isize);
-                if gemm.run_direct_a([g.hw, g.og, g.kk], &a, &b, yt, false) {
-                    transpose_into(yt, yg, g.hw, g.og);
-                    continue;
-                }
-            }
             let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
             let b = Mat::new(cols, 0, g.hw as isize, 1);
             gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
         }
     });
     Ok(store)
+}
+
+/// The forward transposed (see the module header), one block of output rows at a time:
+/// `Y^T (pixels, og) = col^T (pixels, kk) @ W^T (kk, og)`, with the block's column matrix read
+/// in place as A and `W^T`, transposed once per call, read in place as B.
+fn forward_transposed<T: ConvReal>(
+    g: &Geom,
+    gemm: &Gemm<T>,
+    xs: &[T],
+    ws: &[T],
+    out: &mut [T],
+    split: bool,
+) {
+    let d = &g.d;
+    let mut wt = vec![T::default(); ws.len()];
+    for (src, dst) in ws
+        .chunks_exact(g.og * g.kk)
+        .zip(wt.chunks_exact_mut(g.og * g.kk))
+    {
+        transpose_into(src, dst, g.og, g.kk, g.og);
+    }
+    let rows = g.block_rows(size_of::<T>());
+    let col_len = g.kk * rows * d.wo;
+    per_sample(
+        out,
+        d.o * g.hw,
+        split,
+        col_len + rows * d.wo * g.og,
+        |n, y, scratch| {
+            let (col, yt) = scratch.split_at_mut(col_len);
+            let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
+            for gi in 0..d.spec.groups {
+                let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+                let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+                let b = Mat::new(&wt, gi * g.kk * g.og, g.og as isize, 1);
+                for r0 in (0..d.ho).step_by(rows) {
+                    let r1 = (r0 + rows).min(d.ho);
+                    let m = (r1 - r0) * d.wo;
+                    im2col(g, xg, &mut col[..g.kk * m], r0..r1);
+                    let a = Mat::new(&col[..g.kk * m], 0, 1, m as isize);
+                    let done =
+                        gemm.run_direct_a([m, g.og, g.kk], &a, &b, &mut yt[..m * g.og], false);
+                    assert!(done, "conv2d: Geom::transposed checked the direct kernel");
+                    transpose_into(&yt[..m * g.og], &mut yg[r0 * d.wo..], m, g.og, g.hw);
+                }
+            }
+        },
+    );
 }
 
 /// The input gradient (n, c, h, w) from contiguous `gy` and `w`.
@@ -508,52 +578,70 @@ fn backward_weight_t<T: ConvReal>(
     let gemm = T::gemm();
     let (split, t) = g.threads();
     let len = d.o * g.kk;
-    let tr = g.kk >= FEW_TAPS && g.transposed(gemm.nr(), t);
+    let tr = g.kk >= FEW_TAPS && g.transposed(&gemm, t);
+    let rows = if tr {
+        g.block_rows(size_of::<T>())
+    } else {
+        d.ho
+    };
     // The samples `range` summed into `acc` (o, kk, zeroed), with `col` as scratch; transposed,
     // into `acc_t` (per group kk x og), added onto `acc` at the end.
     let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
         let mut acc_t = vec![T::default(); if tr { len } else { 0 }];
-        let mut col = vec![T::default(); if g.direct { 0 } else { g.kk * g.hw }];
-        for n in range {
-            let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
-            let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
-            for gi in 0..d.spec.groups {
-                let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
-                let cols = if g.direct {
-                    xg
-                } else {
-                    im2col(&g, xg, &mut col);
-                    &col[..]
-                };
-                let part = gi * g.og * g.kk..(gi + 1) * g.og * g.kk;
-                let gyg = &gyn[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
-                if tr {
-                    // dW^T (kk, og) += col (kk, hw) @ dY^T (hw, og).
-                    let a = Mat::new(cols, 0, g.hw as isize, 1);
-                    let b = Mat::new(gyg, 0, 1, g.hw as isize);
-                    let sum = &mut acc_t[part.clone()];
-                    if gemm.run_direct_a([g.kk, g.og, g.hw], &a, &b, sum, true) {
+        let col_len = if g.direct { 0 } else { g.kk * rows * d.wo };
+        with_scratch(&SCRATCH, col_len, |col: &mut [T]| {
+            for n in range {
+                let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
+                let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
+                for gi in 0..d.spec.groups {
+                    let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+                    let part = gi * g.og * g.kk..(gi + 1) * g.og * g.kk;
+                    let gyg = &gyn[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+                    if tr {
+                        // dW^T (kk, og) += col (kk, pixels) @ dY^T (pixels, og), by blocks of
+                        // output rows.
+                        for r0 in (0..d.ho).step_by(rows) {
+                            let r1 = (r0 + rows).min(d.ho);
+                            let m = (r1 - r0) * d.wo;
+                            // A 1x1 layer's column matrix is the input itself.
+                            let a = if g.direct {
+                                Mat::new(xg, r0 * d.wo, g.hw as isize, 1)
+                            } else {
+                                im2col(&g, xg, &mut col[..g.kk * m], r0..r1);
+                                Mat::new(&col[..g.kk * m], 0, m as isize, 1)
+                            };
+                            let b = Mat::new(gyg, r0 * d.wo, 1, g.hw as isize);
+                            let sum = &mut acc_t[part.clone()];
+                            let done = gemm.run_direct_a([g.kk, g.og, m], &a, &b, sum, true);
+                            assert!(done, "conv2d: Geom::transposed checked the direct kernel");
+                        }
                         continue;
                     }
+                    let cols = if g.direct {
+                        xg
+                    } else {
+                        im2col(&g, xg, col, 0..d.ho);
+                        &*col
+                    };
+                    let dst = &mut acc[part];
+                    if g.kk < FEW_TAPS {
+                        crate::simd::with_best_simd(
+                            #[inline(always)]
+                            || dots(gyg, cols, g.hw, dst),
+                        );
+                        continue;
+                    }
+                    // col^T: (hw, kk), column-major in the column matrix's rows.
+                    let b = Mat::new(cols, 0, 1, g.hw as isize);
+                    let a = Mat::new(gyg, 0, g.hw as isize, 1);
+                    gemm.run_into([g.og, g.kk, g.hw], &a, &b, dst, t, true);
                 }
-                let dst = &mut acc[part];
-                if g.kk < FEW_TAPS {
-                    crate::simd::with_best_simd(
-                        #[inline(always)]
-                        || dots(gyg, cols, g.hw, dst),
-                    );
-                    continue;
-                }
-                // col^T: (hw, kk), column-major in the column matrix's rows.
-                let b = Mat::new(cols, 0, 1, g.hw as isize);
-                let a = Mat::new(gyg, 0, g.hw as isize, 1);
-                gemm.run_into([g.og, g.kk, g.hw], &a, &b, dst, t, true);
             }
-        }
+        });
         if tr {
             let mut sum = vec![T::default(); g.og * g.kk];
             for (dst, src) in acc.chunks_mut(g.og * g.kk).zip(acc_t.chunks(g.og * g.kk)) {
-                transpose_into(src, &mut sum, g.kk, g.og);
+                transpose_into(src, &mut sum, g.kk, g.og, g.kk);
                 for (a, &v) in dst.iter_mut().zip(&sum) {
                     *a = *a + v;
                 }

@@ -261,6 +261,15 @@ fn odd_shapes_match_direct_convolution() {
         // 512, the largest any kernel gets); strides and dilation; 32 channels a group; a 1x1
         // layer (its weight gradient reads the input in place); 136 channels (four full tiles
         // and a part); and 2304 pixels x 32 channels, past the transposed size limit.
+        // Transposed GEMMs run by blocks of output rows (at most 2^16 pixels x channels each:
+        // 25 rows of 40 x 64 channels), so the cases with 64 channels and 38-40 columns split
+        // into a full block and a shorter one: "same" padding (one shifted copy per block);
+        // stride 2 with dilation 2; a 5x3 kernel with rows but not columns padded; a 1x1
+        // layer, whose weight gradient reads the input's blocks in place.
+        case(2, 2, 64, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+        case(2, 3, 64, (81, 80), (3, 3), (2, 2), (2, 2), (2, 2), 1),
+        case(2, 2, 64, (45, 40), (5, 3), (1, 1), (2, 0), (1, 1), 1),
+        case(2, 16, 64, (40, 40), (1, 1), (1, 1), (0, 0), (1, 1), 1),
         case(4, 16, 32, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(2, 24, 32, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
         case(2, 64, 32, (6, 5), (3, 3), (1, 1), (1, 1), (1, 1), 1),

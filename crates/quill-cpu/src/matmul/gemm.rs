@@ -172,6 +172,11 @@ impl<T, P> Gemm<T, P> {
         self.nr
     }
 
+    /// Whether [`Gemm::run_direct_a`] takes an f32 / f64 product with `n` columns.
+    pub(crate) fn reads_a_direct(&self, n: usize) -> bool {
+        self.direct.is_some() && n <= self.nc
+    }
+
     /// Whether [`Gemm::run_narrow`] may be called.
     pub(crate) fn narrows(&self) -> bool {
         self.narrows

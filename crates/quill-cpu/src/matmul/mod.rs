@@ -21,7 +21,7 @@ mod par;
 mod transpose_pack;
 
 use crate::CpuStorage;
-pub(crate) use gemm::{Gemm, Real};
+pub(crate) use gemm::{with_scratch, Gemm, Real};
 use half::f16;
 
 use quill_core::{Error, Layout, Result, Runs};
