@@ -26,19 +26,20 @@
 //!
 //! Threads split the batch (each GEMM then runs on one thread); a single sample gives its
 //! GEMMs all the threads instead. A 1x1 kernel with stride 1 and no padding needs no column
-//! matrix: the input is already one. With unit strides and "same" padding (as many output as
-//! input columns) a row of the column matrix is the image shifted by one constant offset, so
-//! im2col is one copy per row and col2im one add per row, with the padding taps zeroed.
+//! matrix: the input is already one. Where a row of the column matrix is a plane shifted by
+//! one constant offset (the input itself for "same" layers, its stride phases for strided
+//! ones), im2col is one copy per row and col2im one add per row (`im2col.rs`).
 
 mod depthwise;
+mod im2col;
 
 use crate::matmul::{select_f32, select_f64, with_scratch, CacheSizes, Cvt, Gemm, Mat, Real};
 use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
+use im2col::{col2im, im2col, Source};
 use quill_core::{ConvDims, DType, Result};
 use rayon::prelude::*;
 use std::cell::Cell;
-use std::ops::Range;
 
 /// Multiply-adds below which a call stays on one thread.
 const GRAIN: usize = 1 << 17;
@@ -160,184 +161,6 @@ impl Geom {
             (false, t)
         }
     }
-    /// For kernel column `j`: the offset of its first tap from the output column and the
-    /// output columns `lo..hi` whose tap lands inside the input row.
-    fn cols(&self, j: usize) -> (isize, usize, usize) {
-        let (sw, pw, dw) = (
-            self.d.spec.stride.1,
-            self.d.spec.padding.1,
-            self.d.spec.dilation.1,
-        );
-        let off = (j * dw) as isize - pw as isize;
-        span(off, sw, self.d.w, self.d.wo)
-    }
-}
-
-/// The outputs `lo..hi` (of `count`) whose tap `o * step + off` lies in `0..len`.
-fn span(off: isize, step: usize, len: usize, count: usize) -> (isize, usize, usize) {
-    let s = step as isize;
-    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s } as usize;
-    let end = len as isize - off;
-    let hi = if end <= 0 { 0 } else { (end + s - 1) / s } as usize;
-    let lo = lo.min(count);
-    (off, lo, hi.clamp(lo, count))
-}
-
-/// Writes the column matrix (kk, pixels) of output rows `out_rows` of one group of one sample:
-/// row (c, i, j) holds tap (i, j) of channel `c` for each of those output pixels, zero where
-/// it falls in the padding.
-fn im2col<T: Real>(g: &Geom, x: &[T], col: &mut [T], out_rows: Range<usize>) {
-    let d = &g.d;
-    let (sh, sw) = d.spec.stride;
-    let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
-    let (r0, nrows) = (out_rows.start, out_rows.len());
-    let mut rows = col.chunks_exact_mut(nrows * d.wo);
-    for c in 0..g.cg {
-        let xc = &x[c * g.hw_in..(c + 1) * g.hw_in];
-        for i in 0..d.kh {
-            let (offh, lo_h, hi_h) = span((i * dh) as isize - ph as isize, sh, d.h, d.ho);
-            // The same span, relative to the block's first output row.
-            let lo_b = lo_h.saturating_sub(r0).min(nrows);
-            let hi_b = hi_h.saturating_sub(r0).clamp(lo_b, nrows);
-            let offh_b = offh + (r0 * sh) as isize;
-            for j in 0..d.kw {
-                let (offw, lo, hi) = g.cols(j);
-                let row = rows.next().expect("kk rows of the block's pixels");
-                if (sh, sw) == (1, 1) && d.wo == d.w {
-                    shifted_copy(row, xc, d.w, (offh_b, lo_b, hi_b), (offw, lo, hi));
-                    continue;
-                }
-                for (ob, dst) in row.chunks_exact_mut(d.wo).enumerate() {
-                    let oh = r0 + ob;
-                    if oh < lo_h || oh >= hi_h {
-                        dst.fill(T::default());
-                        continue;
-                    }
-                    let ih = (oh * sh) as isize + offh;
-                    let src = &xc[ih as usize * d.w..(ih as usize + 1) * d.w];
-                    dst[..lo].fill(T::default());
-                    dst[hi..].fill(T::default());
-                    let first = (lo * sw) as isize + offw;
-                    if sw == 1 {
-                        let a = first as usize;
-                        dst[lo..hi].copy_from_slice(&src[a..a + hi - lo]);
-                    } else {
-                        for (k, v) in dst[lo..hi].iter_mut().enumerate() {
-                            *v = src[first as usize + k * sw];
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// One row of the column matrix for unit strides and as many output as input columns (a
-/// "same" convolution): output pixel (oh, ow) reads input pixel (oh + offh, ow + offw), a
-/// constant shift in the flat image, so the rows `lo_h..hi_h` that land inside the input are
-/// one copy, after which the columns outside `lo..hi` (which picked up a neighbouring row's
-/// pixels, or lie past the copy) are zeroed. A copy (and two fills) per output row had spent
-/// more time in `memmove` / `memset` calls than in moving a 14-pixel row.
-fn shifted_copy<T: Real>(
-    row: &mut [T],
-    xc: &[T],
-    w: usize,
-    (offh, lo_h, hi_h): (isize, usize, usize),
-    (offw, lo, hi): (isize, usize, usize),
-) {
-    let Some((a, b, src)) = shift_span(w, (offh, lo_h, hi_h), (offw, lo, hi)) else {
-        row.fill(T::default());
-        return;
-    };
-    row[a..b].copy_from_slice(&xc[src..src + (b - a)]);
-    row[..lo_h * w].fill(T::default());
-    row[hi_h * w..].fill(T::default());
-    zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
-}
-
-/// For [`shifted_copy`] / [`shifted_add`]: the span `a..b` of the column-matrix row from the
-/// first in-range tap to the last, and the image index that `a` maps to; `None` when no tap
-/// lands inside the image.
-fn shift_span(
-    w: usize,
-    (offh, lo_h, hi_h): (isize, usize, usize),
-    (offw, lo, hi): (isize, usize, usize),
-) -> Option<(usize, usize, usize)> {
-    if lo_h >= hi_h || lo >= hi {
-        return None;
-    }
-    // (lo_h + offh, lo + offw) is inside the input: `span` picked lo_h and lo so.
-    let at = (lo_h as isize + offh) * w as isize + lo as isize + offw;
-    Some((lo_h * w + lo, (hi_h - 1) * w + hi, at as usize))
-}
-
-/// Zeroes columns `..lo` and `hi..` of the `w`-wide rows in `rows`. Column by column: those are
-/// a pixel or two per row, and per-row `fill`s each became a `memset` call (a tenth of the
-/// conv layer's time).
-fn zero_columns<T: Real>(rows: &mut [T], w: usize, lo: usize, hi: usize) {
-    for k in (0..lo).chain(hi..w) {
-        for x in rows.iter_mut().skip(k).step_by(w) {
-            *x = T::default();
-        }
-    }
-}
-
-/// The adjoint of [`shifted_copy`]: the column-matrix row's entries whose taps fall in the
-/// padding are zeroed (the row is scratch), then the rows `lo_h..hi_h` are added onto the
-/// input's pixels in one pass along the constant shift.
-fn shifted_add<T: Real>(
-    row: &mut [T],
-    xc: &mut [T],
-    w: usize,
-    (offh, lo_h, hi_h): (isize, usize, usize),
-    (offw, lo, hi): (isize, usize, usize),
-) {
-    let Some((a, b, dst)) = shift_span(w, (offh, lo_h, hi_h), (offw, lo, hi)) else {
-        return;
-    };
-    zero_columns(&mut row[lo_h * w..hi_h * w], w, lo, hi);
-    for (x, &y) in xc[dst..dst + (b - a)].iter_mut().zip(&row[a..b]) {
-        *x = *x + y;
-    }
-}
-
-/// The adjoint of `im2col`: adds each entry of the column matrix back onto the input pixel
-/// it was read from (taps in the padding are dropped).
-fn col2im<T: Real>(g: &Geom, col: &mut [T], dx: &mut [T]) {
-    let d = &g.d;
-    let (sh, sw) = d.spec.stride;
-    let (ph, dh) = (d.spec.padding.0, d.spec.dilation.0);
-    let mut rows = col.chunks_exact_mut(g.hw);
-    for c in 0..g.cg {
-        let xc = &mut dx[c * g.hw_in..(c + 1) * g.hw_in];
-        for i in 0..d.kh {
-            let (offh, lo_h, hi_h) = span((i * dh) as isize - ph as isize, sh, d.h, d.ho);
-            for j in 0..d.kw {
-                let (offw, lo, hi) = g.cols(j);
-                let row = rows.next().expect("kk rows of hw");
-                if (sh, sw) == (1, 1) && d.wo == d.w {
-                    shifted_add(row, xc, d.w, (offh, lo_h, hi_h), (offw, lo, hi));
-                    continue;
-                }
-                for oh in lo_h..hi_h {
-                    let src = &row[oh * d.wo..(oh + 1) * d.wo];
-                    let ih = ((oh * sh) as isize + offh) as usize;
-                    let dst = &mut xc[ih * d.w..(ih + 1) * d.w];
-                    let first = ((lo * sw) as isize + offw) as usize;
-                    if sw == 1 {
-                        for (a, &b) in dst[first..first + hi - lo].iter_mut().zip(&src[lo..hi]) {
-                            *a = *a + b;
-                        }
-                    } else {
-                        for (k, &b) in src[lo..hi].iter().enumerate() {
-                            let a = &mut dst[first + k * sw];
-                            *a = *a + b;
-                        }
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// `dst[c * ld + r] = src[r * cols + c]` for `r < rows`, `c < cols`: the (rows, cols)
@@ -430,22 +253,29 @@ fn forward_t<T: ConvReal>(
         return Ok(store);
     }
     let col_len = if g.direct { 0 } else { g.kk * g.hw };
-    per_sample(out, d.o * g.hw, split, col_len, |n, y, col| {
-        let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
-        for gi in 0..d.spec.groups {
-            let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
-            let cols: &[T] = if g.direct {
-                xg
-            } else {
-                im2col(&g, xg, col, 0..d.ho);
-                col
-            };
-            let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
-            let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
-            let b = Mat::new(cols, 0, g.hw as isize, 1);
-            gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
-        }
-    });
+    per_sample(
+        out,
+        d.o * g.hw,
+        split,
+        col_len + g.planes_len(),
+        |n, y, scratch| {
+            let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
+            let (col, planes) = scratch.split_at_mut(col_len);
+            for gi in 0..d.spec.groups {
+                let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+                let cols: &[T] = if g.direct {
+                    xg
+                } else {
+                    im2col(&g, &Source::new(&g, xg, planes), col, 0..d.ho);
+                    col
+                };
+                let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+                let a = Mat::new(ws, gi * g.og * g.kk, g.kk as isize, 1);
+                let b = Mat::new(cols, 0, g.hw as isize, 1);
+                gemm.run([g.og, g.hw, g.kk], &a, &b, yg, t);
+            }
+        },
+    );
     Ok(store)
 }
 
@@ -461,7 +291,8 @@ fn forward_transposed<T: ConvReal>(
     split: bool,
 ) {
     let d = &g.d;
-    let mut wt = vec![T::default(); ws.len()];
+    // Every value is written by the transpose.
+    let mut wt = crate::pool::take::<T>(ws.len());
     for (src, dst) in ws
         .chunks_exact(g.og * g.kk)
         .zip(wt.chunks_exact_mut(g.og * g.kk))
@@ -474,18 +305,20 @@ fn forward_transposed<T: ConvReal>(
         out,
         d.o * g.hw,
         split,
-        col_len + rows * d.wo * g.og,
+        col_len + rows * d.wo * g.og + g.planes_len(),
         |n, y, scratch| {
-            let (col, yt) = scratch.split_at_mut(col_len);
+            let (col, rest) = scratch.split_at_mut(col_len);
+            let (yt, planes) = rest.split_at_mut(rows * d.wo * g.og);
             let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
             for gi in 0..d.spec.groups {
                 let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
                 let yg = &mut y[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
                 let b = Mat::new(&wt, gi * g.kk * g.og, g.og as isize, 1);
+                let src = Source::new(g, xg, planes);
                 for r0 in (0..d.ho).step_by(rows) {
                     let r1 = (r0 + rows).min(d.ho);
                     let m = (r1 - r0) * d.wo;
-                    im2col(g, xg, &mut col[..g.kk * m], r0..r1);
+                    im2col(g, &src, &mut col[..g.kk * m], r0..r1);
                     let a = Mat::new(&col[..g.kk * m], 0, 1, m as isize);
                     let done =
                         gemm.run_direct_a([m, g.og, g.kk], &a, &b, &mut yt[..m * g.og], false);
@@ -495,6 +328,7 @@ fn forward_transposed<T: ConvReal>(
             }
         },
     );
+    crate::pool::give(wt);
 }
 
 /// The input gradient (n, c, h, w) from contiguous `gy` and `w`.
@@ -527,26 +361,33 @@ fn backward_input_t<T: ConvReal>(
     }
     let gemm = T::gemm();
     let (split, t) = g.threads();
-    let scratch = if g.direct { 0 } else { g.kk * g.hw };
-    per_sample(dx, d.c * g.hw_in, split, scratch, |n, dxn, col| {
-        if !g.direct {
-            // col2im accumulates; the direct path's GEMM overwrites.
-            dxn.fill(T::default());
-        }
-        let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
-        for gi in 0..d.spec.groups {
-            // W[g]^T: (kk, og), column-major in the weight's rows.
-            let a = Mat::new(ws, gi * g.og * g.kk, 1, g.kk as isize);
-            let b = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
-            let dxg = &mut dxn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
-            if g.direct {
-                gemm.run([g.kk, g.hw, g.og], &a, &b, dxg, t);
-            } else {
-                gemm.run([g.kk, g.hw, g.og], &a, &b, col, t);
-                col2im(&g, col, dxg);
+    let col_len = if g.direct { 0 } else { g.kk * g.hw };
+    per_sample(
+        dx,
+        d.c * g.hw_in,
+        split,
+        col_len + g.planes_len(),
+        |n, dxn, scratch| {
+            let (col, planes) = scratch.split_at_mut(col_len);
+            if !g.direct {
+                // col2im accumulates; the direct path's GEMM overwrites.
+                dxn.fill(T::default());
             }
-        }
-    });
+            let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
+            for gi in 0..d.spec.groups {
+                // W[g]^T: (kk, og), column-major in the weight's rows.
+                let a = Mat::new(ws, gi * g.og * g.kk, 1, g.kk as isize);
+                let b = Mat::new(gyn, gi * g.og * g.hw, g.hw as isize, 1);
+                let dxg = &mut dxn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
+                if g.direct {
+                    gemm.run([g.kk, g.hw, g.og], &a, &b, dxg, t);
+                } else {
+                    gemm.run([g.kk, g.hw, g.og], &a, &b, col, t);
+                    col2im(&g, col, dxg, planes);
+                }
+            }
+        },
+    );
     Ok(store)
 }
 
@@ -589,7 +430,8 @@ fn backward_weight_t<T: ConvReal>(
     let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
         let mut acc_t = vec![T::default(); if tr { len } else { 0 }];
         let col_len = if g.direct { 0 } else { g.kk * rows * d.wo };
-        with_scratch(&SCRATCH, col_len, |col: &mut [T]| {
+        with_scratch(&SCRATCH, col_len + g.planes_len(), |scratch: &mut [T]| {
+            let (col, planes) = scratch.split_at_mut(col_len);
             for n in range {
                 let xn = &xs[n * d.c * g.hw_in..(n + 1) * d.c * g.hw_in];
                 let gyn = &gys[n * d.o * g.hw..(n + 1) * d.o * g.hw];
@@ -597,6 +439,7 @@ fn backward_weight_t<T: ConvReal>(
                     let xg = &xn[gi * g.cg * g.hw_in..(gi + 1) * g.cg * g.hw_in];
                     let part = gi * g.og * g.kk..(gi + 1) * g.og * g.kk;
                     let gyg = &gyn[gi * g.og * g.hw..(gi + 1) * g.og * g.hw];
+                    let src = Source::new(&g, xg, planes);
                     if tr {
                         // dW^T (kk, og) += col (kk, pixels) @ dY^T (pixels, og), by blocks of
                         // output rows.
@@ -607,7 +450,7 @@ fn backward_weight_t<T: ConvReal>(
                             let a = if g.direct {
                                 Mat::new(xg, r0 * d.wo, g.hw as isize, 1)
                             } else {
-                                im2col(&g, xg, &mut col[..g.kk * m], r0..r1);
+                                im2col(&g, &src, &mut col[..g.kk * m], r0..r1);
                                 Mat::new(&col[..g.kk * m], 0, m as isize, 1)
                             };
                             let b = Mat::new(gyg, r0 * d.wo, 1, g.hw as isize);
@@ -620,7 +463,7 @@ fn backward_weight_t<T: ConvReal>(
                     let cols = if g.direct {
                         xg
                     } else {
-                        im2col(&g, xg, col, 0..d.ho);
+                        im2col(&g, &src, col, 0..d.ho);
                         &*col
                     };
                     let dst = &mut acc[part];
