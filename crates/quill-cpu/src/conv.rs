@@ -425,10 +425,10 @@ fn backward_weight_t<T: ConvReal>(
     } else {
         d.ho
     };
-    // The samples `range` summed into `acc` (o, kk, zeroed), with `col` as scratch; transposed,
-    // into `acc_t` (per group kk x og), added onto `acc` at the end.
+    // The samples `range` summed into `acc`: (o, kk), zeroed; transposed, per group (kk, og),
+    // with any contents, which the range's first GEMM per group overwrites.
     let sum_samples = |range: std::ops::Range<usize>, acc: &mut [T]| {
-        let mut acc_t = vec![T::default(); if tr { len } else { 0 }];
+        let first = range.start;
         let col_len = if g.direct { 0 } else { g.kk * rows * d.wo };
         with_scratch(&SCRATCH, col_len + g.planes_len(), |scratch: &mut [T]| {
             let (col, planes) = scratch.split_at_mut(col_len);
@@ -454,8 +454,9 @@ fn backward_weight_t<T: ConvReal>(
                                 Mat::new(&col[..g.kk * m], 0, m as isize, 1)
                             };
                             let b = Mat::new(gyg, r0 * d.wo, 1, g.hw as isize);
-                            let sum = &mut acc_t[part.clone()];
-                            let done = gemm.run_direct_a([g.kk, g.og, m], &a, &b, sum, true);
+                            let sum = &mut acc[part.clone()];
+                            let add = n > first || r0 > 0;
+                            let done = gemm.run_direct_a([g.kk, g.og, m], &a, &b, sum, add);
                             assert!(done, "conv2d: Geom::transposed checked the direct kernel");
                         }
                         continue;
@@ -481,36 +482,53 @@ fn backward_weight_t<T: ConvReal>(
                 }
             }
         });
-        if tr {
-            let mut sum = vec![T::default(); g.og * g.kk];
-            for (dst, src) in acc.chunks_mut(g.og * g.kk).zip(acc_t.chunks(g.og * g.kk)) {
-                transpose_into(src, &mut sum, g.kk, g.og, g.kk);
-                for (a, &v) in dst.iter_mut().zip(&sum) {
-                    *a = *a + v;
-                }
-            }
-        }
     };
-    let mut dw = vec![T::default(); len];
-    if split {
+    // One partial sum per stretch of samples; a transposed one starts unwritten (zeroed only
+    // if no GEMM will write it). Zeroing a fresh 1.2 MB sum per sample had been 6 % of a
+    // stride-2 layer's weight gradient.
+    let partial = |range: std::ops::Range<usize>| {
+        let mut acc = if tr {
+            crate::pool::take::<T>(len)
+        } else {
+            crate::pool::take_zeroed::<T>(len)
+        };
+        if tr && (range.is_empty() || g.hw == 0) {
+            acc.fill(T::default());
+        }
+        sum_samples(range, &mut acc);
+        acc
+    };
+    let mut parts: Vec<Vec<T>> = if split {
         // Four parts a thread: one slowed by a busy sibling core hands parts over.
         let parts = (4 * rayon::current_num_threads()).min(d.n);
         let per = d.n.div_ceil(parts);
-        let partials: Vec<Vec<T>> = (0..d.n.div_ceil(per))
+        (0..d.n.div_ceil(per))
             .into_par_iter()
-            .map(|p| {
-                let mut acc = vec![T::default(); len];
-                sum_samples(p * per..((p + 1) * per).min(d.n), &mut acc);
-                acc
-            })
-            .collect();
-        for p in &partials {
-            for (s, &v) in dw.iter_mut().zip(p) {
-                *s = *s + v;
+            .map(|p| partial(p * per..((p + 1) * per).min(d.n)))
+            .collect()
+    } else {
+        vec![partial(0..d.n)]
+    };
+    // The parts added in a fixed order (the same sums whatever the threads), in parallel over
+    // stretches of the weights.
+    let mut sum = parts.remove(0);
+    sum.par_chunks_mut(1 << 14)
+        .enumerate()
+        .for_each(|(i, dst)| {
+            for p in &parts {
+                for (a, &v) in dst.iter_mut().zip(&p[i << 14..]) {
+                    *a = *a + v;
+                }
             }
-        }
-    } else if d.n > 0 {
-        sum_samples(0..d.n, &mut dw);
+        });
+    parts.into_iter().for_each(crate::pool::give);
+    if !tr || len == 0 {
+        return Ok(T::wrap(sum));
     }
+    let mut dw = crate::pool::take::<T>(len);
+    for (dst, src) in dw.chunks_mut(g.og * g.kk).zip(sum.chunks(g.og * g.kk)) {
+        transpose_into(src, dst, g.kk, g.og, g.kk);
+    }
+    crate::pool::give(sum);
     Ok(T::wrap(dw))
 }

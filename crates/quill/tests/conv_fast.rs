@@ -616,3 +616,20 @@ fn bad_inputs_are_typed_errors() {
         "{e:?}"
     );
 }
+
+/// The transposed weight gradient takes its partial sums from the buffer pool unzeroed and
+/// lets each part's first GEMM overwrite them: run twice, the second run's buffers come back
+/// holding the first run's sums (at least 256 KiB: 64 x 1152 taps), which must not leak in.
+/// A batch of zero samples writes no GEMM at all, and its gradient is zero.
+#[test]
+fn weight_gradient_ignores_recycled_buffers() {
+    let t = case(4, 128, 64, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 1);
+    for dtype in [DType::F64, DType::F32] {
+        for round in 0..3 {
+            check_case(&t, 7000 + round, View::Contiguous, dtype);
+        }
+    }
+    let empty = case(0, 128, 64, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 1);
+    check_case(&t, 7100, View::Contiguous, DType::F32);
+    check_case(&empty, 7101, View::Contiguous, DType::F32);
+}
