@@ -427,44 +427,31 @@ mod tests {
     /// planes; "same" layers read the input itself; the rest go row by row.
     #[test]
     fn phase_planes_where_every_phase_is_read() {
-        let phased = |g: Geom| (g.same_width(), g.phased());
-        // ResNet's downsampling 3x3 and its 7x7 stem.
-        assert_eq!(
-            phased(geom(2, (28, 28), (3, 3), (2, 2), (1, 1), (1, 1))),
-            (false, true)
-        );
-        assert_eq!(
-            phased(geom(2, (224, 224), (7, 7), (2, 2), (3, 3), (1, 1))),
-            (false, true)
-        );
-        // Odd width: ceil(27 / 2) = 14 output columns.
-        assert_eq!(
-            phased(geom(2, (27, 27), (3, 3), (2, 2), (1, 1), (1, 1))),
-            (false, true)
-        );
-        // 1x1 stride 2 reads one phase; dilation 2 with stride 2 reads one parity.
-        assert_eq!(
-            phased(geom(2, (28, 28), (1, 1), (2, 2), (0, 0), (1, 1))),
-            (false, false)
-        );
-        assert_eq!(
-            phased(geom(2, (28, 28), (3, 3), (2, 2), (2, 2), (2, 2))),
-            (false, false)
-        );
-        // Unpadded: 26 output columns of 28.
-        assert_eq!(
-            phased(geom(2, (28, 28), (3, 3), (1, 1), (0, 0), (1, 1))),
-            (false, false)
-        );
-        // "Same", and wider than the input (one phase, widened).
-        assert_eq!(
-            phased(geom(2, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1))),
-            (true, false)
-        );
-        assert_eq!(
-            phased(geom(2, (28, 28), (3, 3), (1, 1), (2, 2), (1, 1))),
-            (false, true)
-        );
+        type Pair = (usize, usize);
+        // (input, kernel, stride, padding, dilation) -> (same width, phase planes).
+        let cases: [(Pair, Pair, Pair, Pair, Pair, (bool, bool)); 8] = [
+            // ResNet's downsampling 3x3 and its 7x7 stem.
+            ((28, 28), (3, 3), (2, 2), (1, 1), (1, 1), (false, true)),
+            ((224, 224), (7, 7), (2, 2), (3, 3), (1, 1), (false, true)),
+            // Odd width: ceil(27 / 2) = 14 output columns.
+            ((27, 27), (3, 3), (2, 2), (1, 1), (1, 1), (false, true)),
+            // 1x1 stride 2 reads one phase; dilation 2 with stride 2 reads one parity.
+            ((28, 28), (1, 1), (2, 2), (0, 0), (1, 1), (false, false)),
+            ((28, 28), (3, 3), (2, 2), (2, 2), (2, 2), (false, false)),
+            // Unpadded: 26 output columns of 28.
+            ((28, 28), (3, 3), (1, 1), (0, 0), (1, 1), (false, false)),
+            // "Same", and wider than the input (one phase, widened).
+            ((28, 28), (3, 3), (1, 1), (1, 1), (1, 1), (true, false)),
+            ((28, 28), (3, 3), (1, 1), (2, 2), (1, 1), (false, true)),
+        ];
+        for (hw, k, s, p, dl, want) in cases {
+            let g = geom(2, hw, k, s, p, dl);
+            assert_eq!(
+                (g.same_width(), g.phased()),
+                want,
+                "{hw:?} {k:?} {s:?} {p:?} {dl:?}"
+            );
+        }
         assert!(every_phase(3, 1, 1, 3) && !every_phase(2, 1, 0, 3) && !every_phase(4, 3, 0, 3));
     }
 
