@@ -428,8 +428,9 @@ mod tests {
     #[test]
     fn phase_planes_where_every_phase_is_read() {
         type Pair = (usize, usize);
-        // (input, kernel, stride, padding, dilation) -> (same width, phase planes).
-        let cases: [(Pair, Pair, Pair, Pair, Pair, (bool, bool)); 8] = [
+        /// Input, kernel, stride, padding, dilation; then (same width, phase planes).
+        type Case = (Pair, Pair, Pair, Pair, Pair, (bool, bool));
+        let cases: [Case; 8] = [
             // ResNet's downsampling 3x3 and its 7x7 stem.
             ((28, 28), (3, 3), (2, 2), (1, 1), (1, 1), (false, true)),
             ((224, 224), (7, 7), (2, 2), (3, 3), (1, 1), (false, true)),
