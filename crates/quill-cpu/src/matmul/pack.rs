@@ -14,8 +14,15 @@ pub(crate) trait Cvt<T>: Copy + Send + Sync {
         None
     }
     /// `dst[kk * w + i] = runs[i][kk].cvt()` for every run `i` and `kk < kc` through a SIMD
-    /// transpose where this type has one; false (nothing written) where it has none.
-    fn transpose_runs(_dst: &mut [T], _runs: &[&[Self]], _kc: usize, _w: usize) -> bool {
+    /// transpose where this type has one; false (nothing written) where it has none. The
+    /// next panel's runs start `ahead` values past these (0: unknown), to be prefetched.
+    fn transpose_runs(
+        _dst: &mut [T],
+        _runs: &[&[Self]],
+        _kc: usize,
+        _w: usize,
+        _ahead: isize,
+    ) -> bool {
         false
     }
 }
@@ -27,8 +34,8 @@ impl Cvt<f32> for f32 {
     fn same(data: &[f32]) -> Option<&[f32]> {
         Some(data)
     }
-    fn transpose_runs(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize) -> bool {
-        super::transpose_pack::f32_runs(dst, runs, kc, w)
+    fn transpose_runs(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize, ahead: isize) -> bool {
+        super::transpose_pack::f32_runs(dst, runs, kc, w, ahead)
     }
 }
 impl Cvt<f64> for f64 {
@@ -253,7 +260,10 @@ pub(crate) fn pack_a<T: Copy + Default, S: Cvt<T>>(
     let dst = &mut dst[..kc * mr];
     if a.cs == 1 {
         // Row-major source: each row is a contiguous run; scatter it down the panel.
-        if transposed(dst, rows, kc, mr, |i| &a.data[a.at(i0 + i, p0)..][..kc]) {
+        let next = mr as isize * a.rs;
+        if transposed(dst, rows, kc, mr, next, |i| {
+            &a.data[a.at(i0 + i, p0)..][..kc]
+        }) {
             return;
         }
         for i in 0..rows {
@@ -331,7 +341,10 @@ pub(crate) fn pack_b<T: Copy + Default, S: Cvt<T>>(
         }
     } else if b.rs == 1 {
         // A transposed B: each column is contiguous; scatter it across the panel.
-        if transposed(dst, cols, kc, nr, |j| &b.data[b.at(p0, j0 + j)..][..kc]) {
+        let next = nr as isize * b.cs;
+        if transposed(dst, cols, kc, nr, next, |j| {
+            &b.data[b.at(p0, j0 + j)..][..kc]
+        }) {
             return;
         }
         for j in 0..cols {
@@ -406,6 +419,7 @@ fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
     count: usize,
     kc: usize,
     w: usize,
+    ahead: isize,
     run: impl Fn(usize) -> &'a [S],
 ) -> bool {
     const MAX: usize = 32;
@@ -416,7 +430,7 @@ fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
     for (i, r) in runs.iter_mut().enumerate().take(count) {
         *r = run(i);
     }
-    if !S::transpose_runs(dst, &runs[..count], kc, w) {
+    if !S::transpose_runs(dst, &runs[..count], kc, w, ahead) {
         return false;
     }
     if count < w {
