@@ -103,7 +103,7 @@ mod tests {
 
     /// Every run count from 4 to 16 into panels as wide or wider, depths around the 8-step
     /// blocks, against the value-by-value definition; panel values past the runs stay as
-    /// they were.
+    /// they were. Prefetch offsets, some far outside any buffer, change nothing.
     #[test]
     fn matches_the_scalar_copy() {
         for n in 4..=16 {
