@@ -8,6 +8,7 @@
 //! Stable Rust has no AMX intrinsics, so the kernel is one `asm!` block; the compiler never
 //! allocates tile registers itself, so nothing else touches them between instructions.
 
+use super::bf16::{narrow_rows, Narrow};
 use super::gemm::Gemm;
 use super::kernels::{Kernel, Tile};
 use super::pack::{Mat, Pack};
@@ -289,54 +290,6 @@ pub(crate) unsafe fn amx_bf16(t: &Tile<f32, TilePair>) {
         // SAFETY: `available` checked the AVX-512 features; `narrow` and `c` are as the
         // contract states.
         unsafe { narrow_rows(tile, &o) };
-    }
-}
-
-/// Where a narrowed tile's `mr x nr` sums go (see [`Tile::narrow`]).
-struct Narrow {
-    out: *mut u16,
-    /// Earlier depth blocks' sums, added first when `add_c`.
-    c: *const f32,
-    ldc: usize,
-    mr: usize,
-    nr: usize,
-    add_c: bool,
-}
-
-/// Rounds the tile's `mr x nr` sums (plus C's, with `add_c`) to bf16 into `o.out`, a row
-/// of 32 at a time by `vcvtne2ps2bf16`: round to nearest even like `to_bf16`, NaNs quieted
-/// alike, but denormals flush to zero, as `tdpbf16ps` already flushes its own sums (so only
-/// an edge tile's sum of two depth blocks can tell). A fifth of the instructions of
-/// `to_bf16`'s integer rounding, which had been a quarter of a 1024 x 128 x 384 product.
-///
-/// # Safety
-/// `o.out` (and `o.c` with `add_c`) is valid for `mr` rows of `nr` values at stride `ldc`,
-/// written (read) by no one else now, `mr <= 32`, `1 <= nr <= 32`; the CPU has AVX-512F,
-/// AVX-512BW and AVX512_BF16.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn narrow_rows(tile: &[f32; MR * NR], o: &Narrow) {
-    use std::arch::x86_64::*;
-    debug_assert!(o.mr <= MR && (1..=NR).contains(&o.nr));
-    let mask: __mmask32 = u32::MAX >> (NR - o.nr);
-    let (lo_mask, hi_mask) = (mask as __mmask16, (mask >> 16) as __mmask16);
-    for (i, sums) in tile.chunks_exact(NR).take(o.mr).enumerate() {
-        // SAFETY: `sums` holds 32 values. C's row i (read with `add_c`) and the output's are
-        // valid for `nr` values by the contract, and the masks touch no lane past `nr` (a
-        // masked-off lane is never accessed, so it cannot fault).
-        unsafe {
-            let mut lo = _mm512_loadu_ps(sums.as_ptr());
-            let mut hi = _mm512_loadu_ps(sums.as_ptr().add(16));
-            if o.add_c {
-                let c = o.c.wrapping_add(i * o.ldc);
-                lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_mask, c));
-                hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_mask, c.wrapping_add(16)));
-            }
-            // The second operand fills the low half.
-            let bits: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
-            let out = o.out.wrapping_add(i * o.ldc).cast::<i16>();
-            _mm512_mask_storeu_epi16(out, mask, bits);
-        }
     }
 }
 
@@ -630,84 +583,6 @@ mod tests {
                             let w = if inside && !narrowed { sum() } else { 3.0 };
                             let at = format!("{mr}x{nr} {first} {narrowed}: C ({i}, {j})");
                             assert_eq!(c[i * ldc + j], w, "{at}");
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// `narrow_rows` against `to_bf16` (the portable rounding) on every mask width, with and
-    /// without C's earlier sums, over values that cover ties, overflow to infinity, NaNs and
-    /// infinities; denormals (which it flushes, as the tile products do) are left out. Nothing
-    /// past `nr` is written.
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn narrow_rows_round_like_to_bf16() {
-        if !available() {
-            eprintln!("note: no AMX here; narrow_rows not run");
-            return;
-        }
-        let special = [
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(0xff81_2345),
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MAX,
-            f32::from_bits(0x3f80_8000), // a tie: rounds to even
-            f32::from_bits(0x3f81_8000), // a tie: rounds up to even
-            -0.0,
-        ];
-        let mut seed = 7u64;
-        let mut value = |e: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if e.is_multiple_of(13) {
-                special[(seed >> 33) as usize % special.len()]
-            } else {
-                let x = f32::from_bits((seed >> 32) as u32);
-                if x.is_subnormal() {
-                    1.5
-                } else {
-                    x
-                }
-            }
-        };
-        let mut sums = [0.0f32; MR * NR];
-        sums.iter_mut().enumerate().for_each(|(e, x)| *x = value(e));
-        let ldc = 40;
-        let c: Vec<f32> = (0..MR * ldc).map(|e| value(e + 5) / 4.0).collect();
-        for (mr, nr) in [(32, 32), (31, 17), (1, 1), (5, 16), (32, 31)] {
-            for add_c in [false, true] {
-                let mut out = vec![0xBEEFu16; MR * ldc];
-                let o = Narrow {
-                    out: out.as_mut_ptr(),
-                    c: c.as_ptr(),
-                    ldc,
-                    mr,
-                    nr,
-                    add_c,
-                };
-                // SAFETY: `out` and `c` hold 32 rows of `ldc` >= nr values; AMX (and with it
-                // the AVX-512 features `available` checks) is present.
-                unsafe { narrow_rows(&sums, &o) };
-                for i in 0..MR {
-                    for j in 0..ldc {
-                        let got = out[i * ldc + j];
-                        if i < mr && j < nr {
-                            // Not `+ 0.0` without C: that would turn -0 into +0.
-                            let s = sums[i * NR + j];
-                            let x = if add_c { s + c[i * ldc + j] } else { s };
-                            let want = if x.is_subnormal() {
-                                continue;
-                            } else {
-                                to_bf16(x).to_bits()
-                            };
-                            assert_eq!(got, want, "{mr}x{nr} add_c={add_c} ({i}, {j}): {x:e}");
-                        } else {
-                            assert_eq!(got, 0xBEEF, "{mr}x{nr}: ({i}, {j}) written");
                         }
                     }
                 }

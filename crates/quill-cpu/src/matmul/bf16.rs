@@ -2,7 +2,9 @@
 //! the depth (one `u32` holds `x[p]` in its low half and `x[p + 1]` in its high half, an odd
 //! depth padded with a zero), so that `vdpbf16ps` multiplies a broadcast pair of A by 16 pairs
 //! of B and adds both products into f32 accumulators. The loop nest is `gemm.rs`'s; only the
-//! packing (here) and the micro-kernel differ. Other CPUs widen bf16 to f32 while packing.
+//! packing (here) and the micro-kernel differ. The kernel rounds a product's finished tiles to
+//! bf16 itself (`narrow_rows`, which `amx.rs` shares). Other CPUs widen bf16 to f32 while
+//! packing.
 
 use super::gemm::Gemm;
 use super::kernels::Tile;
@@ -186,20 +188,38 @@ pub(super) fn pairs_by_rows(
 }
 
 /// The bf16 GEMM for this CPU when it has AVX512_BF16 and the AVX-512 kernel family is the
-/// active one (so `with_kernel` can route bf16 to the widening path too).
+/// active one (so `with_kernel` can route bf16 to the widening path too). Its kernel rounds a
+/// product's last depth block to bf16 itself (`Tile::narrow`).
 pub(crate) fn select() -> Option<Gemm<f32, u32>> {
     #[cfg(target_arch = "x86_64")]
-    if super::active_kernel() == super::Kernel::Avx512 && is_x86_feature_detected!("avx512bf16") {
-        return Some(Gemm::derived(avx512bf16, 12, 32, 2));
+    if super::active_kernel() == super::Kernel::Avx512 && narrows_here() {
+        return Some(Gemm::derived(avx512bf16, 12, 32, 2).with_narrow());
     }
     None
 }
 
-/// `C[mr x nr] (=|+=) A * B` over `t.kc` pair steps: 12 rows by two 16-lane f32 vectors.
+/// The features the kernel and [`narrow_rows`] need (every CPU with AVX512_BF16 so far has
+/// AVX-512BW).
+fn narrows_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// `C[mr x nr] (=|+=) A * B` over `t.kc` pair steps: 12 rows by two 16-lane f32 vectors. With
+/// `t.narrow` set (a product's last depth block) the sums, plus C's unless `t.first`, go to
+/// the bf16 output instead, and C is not written: a separate pass rounding an f32 result had
+/// been 5 % of a 1024^3 product.
 ///
 /// # Safety
-/// See [`super::kernels::MicroKernel`] (`t.a` holds `kc * 12` pairs, `t.b + s * t.bs` 32 pairs per step `s`); the CPU
-/// must have AVX512F and AVX512_BF16.
+/// See [`super::kernels::MicroKernel`] (`t.a` holds `kc * 12` pairs, `t.b + s * t.bs` 32 pairs
+/// per step `s`; a non-null `t.narrow` is valid for writes of `mr` rows of `nr` values at
+/// stride `ldc`); the CPU has AVX512F, AVX-512BW and AVX512_BF16 ([`narrows_here`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
 pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
@@ -227,7 +247,7 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
             }
         }
     }
-    if t.mr == MR && t.nr == NR {
+    if t.mr == MR && t.nr == NR && t.narrow.is_null() {
         for (i, row) in acc.iter().enumerate() {
             for (v, x) in row.iter().enumerate() {
                 // SAFETY: a full tile: row i < MR and columns v*16..v*16+16 <= NR lie in the
@@ -245,13 +265,28 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
         }
         return;
     }
-    // An edge tile: spill to a local tile, then touch only the mr x nr part.
+    // An edge tile or a narrowed one: spill to a local tile, then touch only the mr x nr part.
     let mut tile = [0f32; MR * NR];
     for (i, row) in acc.iter().enumerate() {
         for (v, x) in row.iter().enumerate() {
             // SAFETY: i * NR + v * 16 + 16 <= MR * NR, inside `tile`.
             unsafe { _mm512_storeu_ps(tile.as_mut_ptr().add(i * NR + v * 16), *x) };
         }
+    }
+    if !t.narrow.is_null() {
+        let o = Narrow {
+            out: t.narrow,
+            c: t.c,
+            ldc: t.ldc,
+            mr: t.mr,
+            nr: t.nr,
+            add_c: !t.first,
+        };
+        // SAFETY: `tile` holds MR >= mr rows of 32; `narrow` (and `c`, read when not `first`)
+        // hold mr rows of nr values at stride ldc by the contract, which also has the CPU
+        // features `narrow_rows` needs.
+        unsafe { narrow_rows(&tile, &o) };
+        return;
     }
     for i in 0..t.mr {
         for j in 0..t.nr {
@@ -260,6 +295,142 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
                 let p = t.c.add(i * t.ldc + j);
                 let y = tile[i * NR + j];
                 *p = if t.first { y } else { *p + y };
+            }
+        }
+    }
+}
+
+/// Where a narrowed tile's `mr x nr` sums go (see [`Tile::narrow`]).
+pub(super) struct Narrow {
+    pub(super) out: *mut u16,
+    /// Earlier depth blocks' sums, added first when `add_c`.
+    pub(super) c: *const f32,
+    pub(super) ldc: usize,
+    pub(super) mr: usize,
+    pub(super) nr: usize,
+    pub(super) add_c: bool,
+}
+
+/// Rounds the tile's `mr x nr` sums (plus C's, with `add_c`) to bf16 into `o.out`, a row
+/// of 32 at a time by `vcvtne2ps2bf16`: round to nearest even like `to_bf16`, NaNs quieted
+/// alike, but denormals flush to zero, as `tdpbf16ps` and `vdpbf16ps` already flush their own
+/// sums (so only a sum of two depth blocks can tell). A fifth of the instructions of
+/// `to_bf16`'s integer rounding, which had been a quarter of a 1024 x 128 x 384 product.
+///
+/// # Safety
+/// `o.out` (and `o.c` with `add_c`) is valid for `mr` rows of `nr` values at stride `ldc`,
+/// written (read) by no one else now; `tile` holds at least `mr` rows of 32 sums; `1 <= nr <=
+/// 32`; the CPU has AVX-512F, AVX-512BW and AVX512_BF16.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(super) unsafe fn narrow_rows(tile: &[f32], o: &Narrow) {
+    use std::arch::x86_64::*;
+    const NR: usize = 32;
+    debug_assert!(o.mr * NR <= tile.len() && (1..=NR).contains(&o.nr));
+    let mask: __mmask32 = u32::MAX >> (NR - o.nr);
+    let (lo_mask, hi_mask) = (mask as __mmask16, (mask >> 16) as __mmask16);
+    for (i, sums) in tile.chunks_exact(NR).take(o.mr).enumerate() {
+        // SAFETY: `sums` holds 32 values. C's row i (read with `add_c`) and the output's are
+        // valid for `nr` values by the contract, and the masks touch no lane past `nr` (a
+        // masked-off lane is never accessed, so it cannot fault).
+        unsafe {
+            let mut lo = _mm512_loadu_ps(sums.as_ptr());
+            let mut hi = _mm512_loadu_ps(sums.as_ptr().add(16));
+            if o.add_c {
+                let c = o.c.wrapping_add(i * o.ldc);
+                lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_mask, c));
+                hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_mask, c.wrapping_add(16)));
+            }
+            // The second operand fills the low half.
+            let bits: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            let out = o.out.wrapping_add(i * o.ldc).cast::<i16>();
+            _mm512_mask_storeu_epi16(out, mask, bits);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::to_bf16;
+    use super::*;
+
+    const ROWS: usize = 32;
+    const NR: usize = 32;
+
+    /// `narrow_rows` against `to_bf16` (the portable rounding) on every mask width, with and
+    /// without C's earlier sums, over values that cover ties, overflow to infinity, NaNs and
+    /// infinities; denormals (which it flushes, as the dot-product instructions do) are left
+    /// out. Nothing past `nr` is written.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn narrow_rows_round_like_to_bf16() {
+        if !narrows_here() {
+            eprintln!("note: no AVX512_BF16 here; narrow_rows not run");
+            return;
+        }
+        let special = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0xff81_2345),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::from_bits(0x3f80_8000), // a tie: rounds to even
+            f32::from_bits(0x3f81_8000), // a tie: rounds up to even
+            -0.0,
+        ];
+        let mut seed = 7u64;
+        let mut value = |e: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if e.is_multiple_of(13) {
+                special[(seed >> 33) as usize % special.len()]
+            } else {
+                let x = f32::from_bits((seed >> 32) as u32);
+                if x.is_subnormal() {
+                    1.5
+                } else {
+                    x
+                }
+            }
+        };
+        let mut sums = [0.0f32; ROWS * NR];
+        sums.iter_mut().enumerate().for_each(|(e, x)| *x = value(e));
+        let ldc = 40;
+        let c: Vec<f32> = (0..ROWS * ldc).map(|e| value(e + 5) / 4.0).collect();
+        for (mr, nr) in [(32, 32), (31, 17), (1, 1), (5, 16), (32, 31)] {
+            for add_c in [false, true] {
+                let mut out = vec![0xBEEFu16; ROWS * ldc];
+                let o = Narrow {
+                    out: out.as_mut_ptr(),
+                    c: c.as_ptr(),
+                    ldc,
+                    mr,
+                    nr,
+                    add_c,
+                };
+                // SAFETY: `out` and `c` hold 32 rows of `ldc` >= nr values, `sums` 32 rows of
+                // 32; `narrows_here` checked the CPU's features.
+                unsafe { narrow_rows(&sums, &o) };
+                for i in 0..ROWS {
+                    for j in 0..ldc {
+                        let got = out[i * ldc + j];
+                        if i < mr && j < nr {
+                            // Not `+ 0.0` without C: that would turn -0 into +0.
+                            let s = sums[i * NR + j];
+                            let x = if add_c { s + c[i * ldc + j] } else { s };
+                            let want = if x.is_subnormal() {
+                                continue;
+                            } else {
+                                to_bf16(x).to_bits()
+                            };
+                            assert_eq!(got, want, "{mr}x{nr} add_c={add_c} ({i}, {j}): {x:e}");
+                        } else {
+                            assert_eq!(got, 0xBEEF, "{mr}x{nr}: ({i}, {j}) written");
+                        }
+                    }
+                }
             }
         }
     }

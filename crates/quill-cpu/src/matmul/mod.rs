@@ -4,11 +4,11 @@
 //! `transpose_pack.rs`), SIMD micro-kernels
 //! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`, A read in
 //! place for one-thread products up to about 100^3, threads met through `par.rs`); bf16 runs
-//! AMX tiles where the CPU has AMX (`amx.rs`, the kernel rounding each finished tile to bf16
-//! itself), `vdpbf16ps` on bf16 pairs where it has AVX512_BF16 (`bf16.rs`), otherwise f16 and bf16
-//! are widened to f32 while packing; all accumulate in f32 and round once at the end; integers
-//! and bool run a plain loop (`int.rs`). Shape logic (1-D operands, broadcasting the batch dims)
-//! belongs to the caller; this module takes the broadcast layouts.
+//! AMX tiles where the CPU has AMX (`amx.rs`), `vdpbf16ps` on bf16 pairs where it has
+//! AVX512_BF16 (`bf16.rs`), both kernels rounding each finished tile to bf16 themselves;
+//! otherwise f16 and bf16 are widened to f32 while packing. All accumulate in f32 and round
+//! once at the end. Integers and bool run a plain loop (`int.rs`). Shape logic (1-D operands,
+//! broadcasting the batch dims) belongs to the caller; this module takes the broadcast layouts.
 
 mod amx;
 mod bf16;
@@ -145,23 +145,8 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
             half_float(&d, x, a_l, y, b_l, o, f16::from_f32, gemm::select_f32())
         }
         (S::BF16(x), S::BF16(y), S::BF16(o)) => match (amx::select(), bf16::select()) {
-            (Some(g), _) if g.narrows() => {
-                // The kernel rounds each finished tile itself: no pass over an f32 result.
-                gemm::with_scratch(&WIDE, o.len(), |wide: &mut [f32]| {
-                    float_out(
-                        &d,
-                        x,
-                        a_l,
-                        y,
-                        b_l,
-                        wide,
-                        Some(bytemuck::cast_slice_mut(o)),
-                        g,
-                    )
-                })
-            }
-            (Some(g), _) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
-            (None, Some(g)) => half_float(&d, x, a_l, y, b_l, o, to_bf16, g),
+            (Some(g), _) => bf16_product(&d, x, a_l, y, b_l, o, g),
+            (None, Some(g)) => bf16_product(&d, x, a_l, y, b_l, o, g),
             (None, None) => half_float(&d, x, a_l, y, b_l, o, to_bf16, gemm::select_f32()),
         },
         (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
@@ -324,6 +309,37 @@ thread_local! {
     /// The f32 product of an f16 / bf16 matmul before it is rounded, kept for the thread's next
     /// call (a fresh zeroed buffer per call cost a tenth of a 512^3 AMX product).
     static WIDE: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
+/// bf16 through a kernel that takes bf16 operands (AMX tiles or `vdpbf16ps`): one that narrows
+/// rounds each finished tile itself, so no pass over an f32 result.
+#[allow(clippy::too_many_arguments)]
+fn bf16_product<P: bytemuck::Pod + Send + Sync>(
+    d: &Dims,
+    a: &[half::bf16],
+    a_l: &Layout,
+    b: &[half::bf16],
+    b_l: &Layout,
+    out: &mut [half::bf16],
+    g: Gemm<f32, P>,
+) where
+    half::bf16: Pack<P>,
+{
+    if !g.narrows() {
+        return half_float(d, a, a_l, b, b_l, out, to_bf16, g);
+    }
+    gemm::with_scratch(&WIDE, out.len(), |wide: &mut [f32]| {
+        float_out(
+            d,
+            a,
+            a_l,
+            b,
+            b_l,
+            wide,
+            Some(bytemuck::cast_slice_mut(out)),
+            g,
+        )
+    })
 }
 
 /// f16 / bf16: accumulate the whole product in f32 (widened while packing, or bf16 pairs fed
