@@ -45,6 +45,38 @@ pub(crate) fn f32_runs(
     false
 }
 
+/// While copying steps `kk..kk + 16` of each run, fetches one line of the next panel's run
+/// (`ahead` values on; 0: none).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse")]
+#[inline]
+fn prefetch_next(runs: &[&[f32]], ahead: isize, kk: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    if ahead != 0 && kk.is_multiple_of(16) {
+        for run in runs {
+            let p = run.as_ptr().wrapping_offset(ahead).wrapping_add(kk);
+            // A prefetch never faults, so any address will do.
+            _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+        }
+    }
+}
+
+/// Steps `steps` (those past the last whole 8) one value at a time, runs at columns `i0..`.
+#[cfg(target_arch = "x86_64")]
+fn scalar_steps(
+    dst: &mut [f32],
+    runs: &[&[f32]],
+    steps: std::ops::Range<usize>,
+    w: usize,
+    i0: usize,
+) {
+    for kk in steps {
+        for (q, run) in runs.iter().enumerate() {
+            dst[kk * w + i0 + q] = run[kk];
+        }
+    }
+}
+
 /// # Safety
 /// The CPU has AVX; `4 <= runs.len() <= w`, every run holds at least `kc` values and `dst`
 /// at least `kc * w`. `ahead` may point anywhere: it is only prefetched.
@@ -62,13 +94,7 @@ unsafe fn avx(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize, ahead: isiz
         let i0 = g.min(n - 4);
         let r = [runs[i0], runs[i0 + 1], runs[i0 + 2], runs[i0 + 3]];
         for kk in (0..full).step_by(8) {
-            if ahead != 0 && kk % 16 == 0 {
-                for run in &r {
-                    let p = run.as_ptr().wrapping_offset(ahead).wrapping_add(kk);
-                    // A prefetch never faults, so any address will do.
-                    _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
-                }
-            }
+            prefetch_next(&r, ahead, kk);
             // SAFETY: kk + 8 <= kc values in each run; the stores below write steps kk..kk+8,
             // columns i0..i0+4 <= n <= w, inside the kc * w values of dst.
             unsafe {
@@ -92,11 +118,7 @@ unsafe fn avx(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize, ahead: isiz
                 }
             }
         }
-        for kk in full..kc {
-            for (q, run) in r.iter().enumerate() {
-                dst[kk * w + i0 + q] = run[kk];
-            }
-        }
+        scalar_steps(dst, &r, full..kc, w, i0);
         if i0 + 4 >= n {
             break;
         }
@@ -123,32 +145,36 @@ unsafe fn avx_six(dst: &mut [f32], runs: &[&[f32]], kc: usize, ahead: isize) {
     let d = dst.as_mut_ptr();
     let full = kc / 8 * 8;
     for kk in (0..full).step_by(8) {
-        if ahead != 0 && kk % 16 == 0 {
-            for run in &r {
-                let p = run.as_ptr().wrapping_offset(ahead).wrapping_add(kk);
-                // A prefetch never faults, so any address will do.
-                _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
-            }
-        }
+        prefetch_next(&r, ahead, kk);
         // SAFETY: kk + 8 <= kc values in each run; the stores write values kk*6..(kk+8)*6 <=
         // kc * 6 of dst.
         unsafe {
-            let a: [__m256; 6] = std::array::from_fn(|i| _mm256_loadu_ps(r[i].as_ptr().add(kk)));
+            let a = [
+                _mm256_loadu_ps(r[0].as_ptr().add(kk)),
+                _mm256_loadu_ps(r[1].as_ptr().add(kk)),
+                _mm256_loadu_ps(r[2].as_ptr().add(kk)),
+                _mm256_loadu_ps(r[3].as_ptr().add(kk)),
+                _mm256_loadu_ps(r[4].as_ptr().add(kk)),
+                _mm256_loadu_ps(r[5].as_ptr().add(kk)),
+            ];
             // Pairs (run 2q, run 2q+1) at steps 0,1 | 4,5 (lo) and 2,3 | 6,7 (hi), as 64-bit
             // elements e0 e1 | e2 e3.
-            let pair = |x: __m256, y: __m256, hi: bool| {
-                _mm256_castps_pd(if hi {
-                    _mm256_unpackhi_ps(x, y)
-                } else {
-                    _mm256_unpacklo_ps(x, y)
-                })
-            };
-            for (half, hi) in [false, true].into_iter().enumerate() {
-                let (p0, p1, p2) = (
-                    pair(a[0], a[1], hi),
-                    pair(a[2], a[3], hi),
-                    pair(a[4], a[5], hi),
-                );
+            // Written out, not in closures: a closure does not inherit `avx`, so one was
+            // called (not inlined), its vectors passed through memory.
+            let lo_pairs = [
+                _mm256_unpacklo_ps(a[0], a[1]),
+                _mm256_unpacklo_ps(a[2], a[3]),
+                _mm256_unpacklo_ps(a[4], a[5]),
+            ];
+            let hi_pairs = [
+                _mm256_unpackhi_ps(a[0], a[1]),
+                _mm256_unpackhi_ps(a[2], a[3]),
+                _mm256_unpackhi_ps(a[4], a[5]),
+            ];
+            for (half, pairs) in [lo_pairs, hi_pairs].into_iter().enumerate() {
+                let p0 = _mm256_castps_pd(pairs[0]);
+                let p1 = _mm256_castps_pd(pairs[1]);
+                let p2 = _mm256_castps_pd(pairs[2]);
                 // Steps 2h, 2h + 1 (lane 0) and 2h + 4, 2h + 5 (lane 1), twelve values each:
                 // p0.e0 p1.e0 p2.e0 p0.e1 p1.e1 p2.e1, as three 128-bit thirds u, v, w.
                 let u = _mm256_castpd_ps(_mm256_unpacklo_pd(p0, p1));
@@ -165,11 +191,7 @@ unsafe fn avx_six(dst: &mut [f32], runs: &[&[f32]], kc: usize, ahead: isize) {
             }
         }
     }
-    for kk in full..kc {
-        for (q, run) in r.iter().enumerate() {
-            dst[kk * 6 + q] = run[kk];
-        }
-    }
+    scalar_steps(dst, &r, full..kc, 6, 0);
 }
 
 #[cfg(test)]
