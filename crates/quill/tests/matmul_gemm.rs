@@ -140,6 +140,8 @@ fn same_bits_for_any_thread_count() {
             (300, 500, 200),
             (64, 64, 64),
             (1000, 128, 384),
+            // Large, but B so narrow that the threads take stripes of rows (`SHARED_B_PACK`).
+            (1200, 1024, 60),
         ] {
             for dt in [DType::F32, DType::BF16] {
                 let a = rand(&mut rng, &[m, k], dt);

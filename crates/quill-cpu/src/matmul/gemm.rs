@@ -6,13 +6,13 @@
 //! and the B block (KC x NC) in L3, with KC raised where the C tile is large (AVX-512: 512
 //! steps) and for AMX, which reads its tiles from L2 nearly as fast (2048-deep blocks:
 //! `Gemm::for_steps`). When m is too small to give every thread row blocks, or the product is
-//! at most about 512^3, each thread takes a stripe of its own instead (one meeting per
-//! product): of rows or of columns, whichever packs less (`Gemm::split`). One-thread products
-//! up to about 100^3 skip the nest: B is packed whole and a direct kernel
-//! reads A through its strides. Products with few rows (up to 36) read a unit-stride B in
-//! place instead of packing it. A kernel that narrows (bf16: AMX, `vdpbf16ps`) writes its
-//! last depth block's tiles straight to the bf16 result; C then only carries sums between
-//! depth blocks.
+//! at most about 512^3, or its B so narrow that the nest would not share its packing, each
+//! thread takes a stripe of its own instead (one meeting per product): of rows or of columns,
+//! whichever packs less (`Gemm::split`). One-thread products up to about 100^3 skip the nest:
+//! B is packed whole and a direct kernel reads A through its strides. Products with few rows
+//! (up to 36) read a unit-stride B in place instead of packing it. A kernel that narrows
+//! (bf16: AMX, `vdpbf16ps`) writes its last depth block's tiles straight to the bf16 result;
+//! C then only carries sums between depth blocks.
 //! The SIMD kernels come in shorter and narrower stampings (`Stamps`: thirds of MR, one or
 //! two vectors) for a matrix's last row tile and column panel, so an edge costs about what it
 //! computes, and threads' shares of rows need only be multiples of the shortest stamping.
@@ -306,6 +306,15 @@ const DIRECT_FEW_ROWS_WORK: usize = 1 << 18;
 /// 512 x 512 x 384 1.07-1.13x, while at 2^25 multiply-adds 128 x 784 x 512 lost 12 % (AVX2).
 const STRIPE_WORK: usize = 1 << 26;
 
+/// Values in a depth block of B above which the nest's threads share its packing: a smaller
+/// one costs less to pack on one thread than a meeting of all. A large product with so narrow
+/// a B takes stripes of rows instead (`Gemm::split`), each thread packing all of B rather than
+/// waiting twice per depth block. On a Zen 4, 2 threads, AVX2 kernel (KC 256), rows ran
+/// 1.01-1.03x faster than the nest at 1024 x 784 x 128, 2048 x 1024 x 128 and
+/// 4096 x 512 x 128 (medians of 21 rounds); with AVX-512 (KC 512, a B block of 64 Ki values)
+/// the same shapes ran 0.99x, so the cut stays where the nest stops sharing the packing.
+const SHARED_B_PACK: usize = 1 << 15;
+
 /// Rows of A up to which a product reads a unit-stride f32 / f64 B in place (see
 /// `Gemm::b_in_place`). Measured on a 2-core Xeon (Emerald Rapids), 2 threads, B 512 x 512:
 /// 24 to 36 rows ran 1.2-1.4x faster in place with either kernel; from 48 rows (4 AVX-512 or
@@ -522,11 +531,13 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// the threads meet once. A stripe of rows packs its rows of A and the whole of B, a stripe
     /// of columns the reverse; the split that packs less per thread wins. Rows need at least
     /// four row tiles per thread to balance; with fewer, even a large product takes columns.
+    /// A large product whose B is narrow (`SHARED_B_PACK`) may still take rows.
     fn split(&self, [m, n, k]: [usize; 3], [ca, cb]: [usize; 2], threads: usize) -> Split {
         let (panels, tiles, t) = (n.div_ceil(self.nr), m.div_ceil(self.mr), threads);
         let small = m * n * k <= STRIPE_WORK;
+        let narrow_b = n * k.min(self.kc) <= SHARED_B_PACK;
         if t > 1
-            && small
+            && (small || narrow_b)
             && tiles >= 4 * t
             && ca * m * k / t + cb * k * n < ca * m * k + cb * k * n / t
         {
@@ -751,7 +762,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
-                    if threads > 1 && kc * nc >= 1 << 15 && direct == 0 {
+                    if threads > 1 && kc * nc > SHARED_B_PACK && direct == 0 {
                         // One run of whole panels per thread, through `par` so that the
                         // caller packs too instead of waiting on the pool.
                         let per = (nc - direct).div_ceil(nr).div_ceil(threads);
@@ -952,7 +963,8 @@ mod tests {
     }
 
     /// Stripes of rows when A's packing costs more per thread, of columns when B's does or
-    /// when there are too few row tiles; the loop nest's row blocks for large products.
+    /// when there are too few row tiles; the loop nest's row blocks for large products, unless
+    /// B is narrow.
     #[test]
     fn split_weighs_packing() {
         let g = Gemm::for_caches(kernels::generic::<f32, 4, 16, false>, 12, 32, 1, zen3());
@@ -969,6 +981,12 @@ mod tests {
             g.split([32, 4096, 4096], [3, 1], 2),
             Split::Columns(2, 2048)
         );
+        // Large but with a B so narrow (depth blocks of 512 x 64) that every thread packs it
+        // whole; one column wider the nest shares its packing.
+        assert_eq!(g.split([1024, 64, 2048], [3, 1], 2), Split::Rows(516));
+        assert_eq!(g.split([1024, 65, 2048], [3, 1], 2), Split::Blocks);
+        // Narrow and large, but rows would pack more (B transposed, few rows): the nest.
+        assert_eq!(g.split([100, 64, 16384], [1, 3], 2), Split::Blocks);
         // Large, or one thread, or one panel.
         assert_eq!(g.split([1024, 1024, 1024], [3, 1], 2), Split::Blocks);
         assert_eq!(g.split([512, 512, 512], [3, 1], 2), Split::Blocks);
