@@ -310,9 +310,10 @@ const STRIPE_WORK: usize = 1 << 26;
 /// one costs less to pack on one thread than a meeting of all. A large product with so narrow
 /// a B takes stripes of rows instead (`Gemm::split`), each thread packing all of B rather than
 /// waiting twice per depth block. On a Zen 4, 2 threads, AVX2 kernel (KC 256), rows ran
-/// 1.01-1.03x faster than the nest at 1024 x 784 x 128, 2048 x 1024 x 128 and
-/// 4096 x 512 x 128 (medians of 21 rounds); with AVX-512 (KC 512, a B block of 64 Ki values)
-/// the same shapes ran 0.99x, so the cut stays where the nest stops sharing the packing.
+/// 1.00-1.04x against the nest at 1024 x 784 x 128, 2048 x 1024 x 64 and x 128, and
+/// 4096 x 512 x 128 (medians of 21 rounds); with AVX-512 (KC 512) the n = 128 shapes, whose
+/// depth blocks are 64 Ki values, ran 0.99x and n = 64 and 32 1.02x, so the cut stays where
+/// the nest stops sharing the packing.
 const SHARED_B_PACK: usize = 1 << 15;
 
 /// Rows of A up to which a product reads a unit-stride f32 / f64 B in place (see
