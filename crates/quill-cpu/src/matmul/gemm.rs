@@ -42,6 +42,8 @@ pub(crate) struct Gemm<T, P = T> {
     nr: usize,
     /// Depth per block, in depth values (a multiple of the packing's `DEPTH`).
     kc: usize,
+    /// Depth values per packed step: the packing's `DEPTH` (1, or 2 for bf16 pairs).
+    depth: usize,
     mc: usize,
     nc: usize,
     kernel: MicroKernel<T, P>,
@@ -105,6 +107,7 @@ impl<T, P> Gemm<T, P> {
             mr,
             nr,
             kc: steps * depth,
+            depth,
             mc,
             nc,
             kernel,
@@ -306,15 +309,20 @@ const DIRECT_FEW_ROWS_WORK: usize = 1 << 18;
 /// 512 x 512 x 384 1.07-1.13x, while at 2^25 multiply-adds 128 x 784 x 512 lost 12 % (AVX2).
 const STRIPE_WORK: usize = 1 << 26;
 
-/// Values in a depth block of B above which the nest's threads share its packing: a smaller
-/// one costs less to pack on one thread than a meeting of all. A large product with so narrow
-/// a B takes stripes of rows instead (`Gemm::split`), each thread packing all of B rather than
-/// waiting twice per depth block. On a Zen 4, 2 threads, AVX2 kernel (KC 256), rows ran
-/// 1.00-1.04x against the nest at 1024 x 784 x 128, 2048 x 1024 x 64 and x 128, and
-/// 4096 x 512 x 128 (medians of 21 rounds); with AVX-512 (KC 512) the n = 128 shapes, whose
-/// depth blocks are 64 Ki values, ran 0.99x and n = 64 and 32 1.02x, so the cut stays where
-/// the nest stops sharing the packing.
+/// Values in a depth block of B above which the nest's threads share its packing
+/// ([`shares_b_pack`]): a smaller one costs less to pack on one thread than a meeting of all.
+/// A large product with so narrow a B takes stripes of rows instead (`Gemm::split`), each
+/// thread packing all of B rather than waiting twice per depth block. On a Zen 4, 2 threads,
+/// AVX2 kernel (KC 256), rows ran 1.00-1.04x against the nest at m x k x n = 1024 x 784 x 128,
+/// 2048 x 1024 x 64, 2048 x 1024 x 128 and 4096 x 512 x 128 (medians of 21 rounds); with
+/// AVX-512 (KC 512) the n = 128 shapes, whose depth blocks hold 64 Ki values, ran 0.99x and
+/// n = 64 and 32 ran 1.02x, so the cut stays where the nest stops sharing the packing.
 const SHARED_B_PACK: usize = 1 << 15;
+
+/// Whether the nest's threads share the packing of a kc x nc block of B.
+fn shares_b_pack(kc: usize, nc: usize) -> bool {
+    kc * nc > SHARED_B_PACK
+}
 
 /// Rows of A up to which a product reads a unit-stride f32 / f64 B in place (see
 /// `Gemm::b_in_place`). Measured on a 2-core Xeon (Emerald Rapids), 2 threads, B 512 x 512:
@@ -536,7 +544,8 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     fn split(&self, [m, n, k]: [usize; 3], [ca, cb]: [usize; 2], threads: usize) -> Split {
         let (panels, tiles, t) = (n.div_ceil(self.nr), m.div_ceil(self.mr), threads);
         let small = m * n * k <= STRIPE_WORK;
-        let narrow_b = n * k.min(self.kc) <= SHARED_B_PACK;
+        // The nest's first (and deepest) depth block of B, which it would pack on one thread.
+        let narrow_b = !shares_b_pack(self.nest_step(k).min(k), n);
         if t > 1
             && (small || narrow_b)
             && tiles >= 4 * t
@@ -613,6 +622,12 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         k.div_ceil(k.div_ceil(self.kc))
             .next_multiple_of(unit)
             .min(self.kc)
+    }
+
+    /// The depth of the nest's blocks: whole AMX tiles (16 packed steps) in every block but
+    /// the last.
+    fn nest_step(&self, k: usize) -> usize {
+        self.depth_step(k, 16 * self.depth)
     }
 
     /// One depth block (at most KC) of [`Gemm::unpacked_a`].
@@ -737,7 +752,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         threads: usize,
     ) {
         let (mr, nr) = (self.mr, self.nr);
-        debug_assert_eq!(self.kc % SA::DEPTH, 0);
+        debug_assert_eq!(SA::DEPTH, self.depth);
         // Row blocks: a multiple of the thread count, so that the threads finish together.
         let mut blocks = m.div_ceil(self.mc);
         if threads > 1 {
@@ -746,8 +761,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         let mc = m.div_ceil(blocks).next_multiple_of(self.row_unit());
         let steps = SA::steps;
         let in_place = self.b_in_place(m, [k, n], b);
-        // Whole AMX tiles (16 packed steps) in every block but the last.
-        let kstep = self.depth_step(k, 16 * SA::DEPTH);
+        let kstep = self.nest_step(k);
         let (kc_max, nc_max) = (kstep.min(k), self.nc.min(n).next_multiple_of(nr));
         let nc_max = if in_place.is_some() { nr } else { nc_max };
         with_scratch(&PACK_B, steps(kc_max) * nc_max, |bpack: &mut [P]| {
@@ -763,7 +777,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
-                    if threads > 1 && kc * nc > SHARED_B_PACK && direct == 0 {
+                    if threads > 1 && shares_b_pack(kc, nc) && direct == 0 {
                         // One run of whole panels per thread, through `par` so that the
                         // caller packs too instead of waiting on the pool.
                         let per = (nc - direct).div_ceil(nr).div_ceil(threads);
@@ -986,6 +1000,10 @@ mod tests {
         // whole; one column wider the nest shares its packing.
         assert_eq!(g.split([1024, 64, 2048], [3, 1], 2), Split::Rows(516));
         assert_eq!(g.split([1024, 65, 2048], [3, 1], 2), Split::Blocks);
+        // The nest's own depth blocks count, not KC: 784 deep runs as two blocks of 400, so
+        // 400 x 81 is packed on one thread (rows) and 400 x 82 shared (the nest).
+        assert_eq!(g.split([2048, 81, 784], [3, 1], 2), Split::Rows(1032));
+        assert_eq!(g.split([2048, 82, 784], [3, 1], 2), Split::Blocks);
         // Narrow and large, but rows would pack more (B transposed, few rows): the nest.
         assert_eq!(g.split([100, 64, 16384], [1, 3], 2), Split::Blocks);
         // Large, or one thread, or one panel.
