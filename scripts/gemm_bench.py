@@ -1,7 +1,8 @@
 """GEMM timings of one or more builds of `crates/quill-cpu/examples/gemm_bench.rs` (say before and
 after a change) against NumPy (f32) and PyTorch (f32 and bf16), alternating case by case and
 round by round in one process so that the machine's drifting load hits all alike. Reports
-GFLOP/s medians and the median over rounds of each round's time ratio (>1: quill faster).
+GFLOP/s medians and the median over rounds of each round's time ratio (>1: quill faster; with
+several builds, also each later build against the first).
 
     python scripts/gemm_bench.py --bin before=/tmp/base/gemm_bench --bin after=target/release/examples/gemm_bench \
         [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16] [--shapes 64x512x512,...]
@@ -93,8 +94,7 @@ print(
 names = [b[0] for b in bins]
 hdr = ["case"] + [f"{n} GF/s" for n in names] + ["NumPy GF/s", "torch GF/s"]
 hdr += [f"{n}/NumPy" for n in names] + [f"{n}/torch" for n in names]
-if len(names) == 2:
-    hdr.append(f"{names[1]}/{names[0]}")
+hdr += [f"{n}/{names[0]}" for n in names[1:]]
 print("| " + " | ".join(hdr) + " |")
 print("|" + "---|" * len(hdr))
 for dt, (m, k, n) in cases:
@@ -133,14 +133,13 @@ for dt, (m, k, n) in cases:
         for x in names:
             for pn in peers:
                 ratios.setdefault((x, pn), []).append(med[pn] / med[x])
-        if len(names) == 2:
-            ratios.setdefault("ab", []).append(med[names[0]] / med[names[1]])
+        for x in names[1:]:
+            ratios.setdefault(("ab", x), []).append(med[names[0]] / med[x])
     gf = lambda x: f"{flops / statistics.median(times[x]) / 1e9:.1f}" if times.get(x) else "-"  # noqa: E731
     rr = lambda key: f"{statistics.median(ratios[key]):.2f}x" if key in ratios else "-"  # noqa: E731
     row = [f"{dt} {m}x{k}x{n}"] + [gf(x) for x in names] + [gf("NumPy"), gf("torch")]
     row += [rr((x, "NumPy")) for x in names] + [rr((x, "torch")) for x in names]
-    if len(names) == 2:
-        row.append(rr("ab"))
+    row += [rr(("ab", x)) for x in names[1:]]
     print("| " + " | ".join(row) + " |", flush=True)
 for _, p in bins:
     p.stdin.close()
