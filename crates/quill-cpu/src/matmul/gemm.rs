@@ -5,8 +5,9 @@
 //! (`cache.rs`): a run of B micro-panels (KC x NR each) as large as L1d, at least one, stays in
 //! L1 while each row tile of the A block (MC x KC, in L2) sweeps it, and the B block (KC x NC)
 //! stays in L3, with KC raised where the C tile is large (AVX-512: 512 steps) and for AMX,
-//! which reads its tiles from L2 nearly as fast (2048-deep blocks: `Gemm::for_steps`). When m is too small to give every thread row blocks, or the product is
-//! at most about 512^3, or its B so narrow that the nest would not share its packing, each
+//! which reads its tiles from L2 nearly as fast (2048-deep blocks: `Gemm::for_steps`). When m
+//! is too small to give every thread row blocks, or the product is at most about 645^3, or its
+//! B so narrow that the nest would not share its packing, each
 //! thread takes a stripe of its own instead (one meeting per product): of rows or of columns,
 //! whichever packs less (`Gemm::split`). One-thread products up to about 100^3 skip the nest:
 //! B is packed whole and a direct kernel reads A through its strides. Products with few rows
@@ -307,11 +308,16 @@ const DIRECT_WORK: usize = 1 << 20;
 const DIRECT_FEW_ROWS_WORK: usize = 1 << 18;
 
 /// Multiply-adds up to which a product on several threads is split into stripes (of rows or
-/// columns) whatever its shape (about 400^3). A stripe of rows packs all of B on every thread;
-/// from about 512^3 packing it once, shared, repays the nest's meetings: on a Zen 4, 2
-/// threads, 512^3 ran 1.07-1.12x faster in the nest (AVX2 kernel; 1.03-1.11x AVX-512) and
-/// 512 x 512 x 384 1.07-1.13x, while at 2^25 multiply-adds 128 x 784 x 512 lost 12 % (AVX2).
-const STRIPE_WORK: usize = 1 << 26;
+/// columns) whatever its shape (about 645^3). A stripe of rows packs all of B on every thread,
+/// which only a larger product's nest repays with its shared packing, against two meetings
+/// per depth block. The cut was 2^26 while 512^3 ran 1.07-1.12x faster in the nest; once row
+/// tiles swept runs of B panels (`Block::rows`), stripes ran faster up to here. On a Zen 4, 2
+/// threads, medians of 21 rounds, 2^28 against 2^26: AVX2 kernel 1.02-1.04x at 512^3,
+/// 1.02-1.06x at 256 x 784 x 512, 1.01-1.03x at 512 x 784 x 512, 1.06-1.15x at
+/// 128 x 784 x 1024; AVX-512 f32 1.00-1.06x at those shapes, bf16 1.22-1.33x at
+/// 128 x 784 x 1024 but 0.96-0.97x at 512 x 784 x 512. Above it (768^3, 1024 x 1024 x 512,
+/// 1024^3, 1536^3) stripes ran 0.99-1.02x against the nest, a wash.
+const STRIPE_WORK: usize = 1 << 28;
 
 /// Values in a depth block of B above which the nest's threads share its packing
 /// ([`shares_b_pack`]): a smaller one costs less to pack on one thread than a meeting of all.
@@ -1028,17 +1034,19 @@ mod tests {
         );
         // Large but with a B so narrow (depth blocks of 512 x 64) that every thread packs it
         // whole; one column wider the nest shares its packing.
-        assert_eq!(g.split([1024, 64, 2048], [3, 1], 2), Split::Rows(516));
-        assert_eq!(g.split([1024, 65, 2048], [3, 1], 2), Split::Blocks);
+        assert_eq!(g.split([4096, 64, 2048], [3, 1], 2), Split::Rows(2052));
+        assert_eq!(g.split([4096, 65, 2048], [3, 1], 2), Split::Blocks);
         // The nest's own depth blocks count, not KC: 784 deep runs as two blocks of 400, so
         // 400 x 81 is packed on one thread (rows) and 400 x 82 shared (the nest).
-        assert_eq!(g.split([2048, 81, 784], [3, 1], 2), Split::Rows(1032));
-        assert_eq!(g.split([2048, 82, 784], [3, 1], 2), Split::Blocks);
+        assert_eq!(g.split([8192, 81, 784], [3, 1], 2), Split::Rows(4104));
+        assert_eq!(g.split([8192, 82, 784], [3, 1], 2), Split::Blocks);
         // Narrow and large, but rows would pack more (B transposed, few rows): the nest.
-        assert_eq!(g.split([100, 64, 16384], [1, 3], 2), Split::Blocks);
-        // Large, or one thread, or one panel.
+        assert_eq!(g.split([100, 64, 65536], [1, 3], 2), Split::Blocks);
+        // Large, or one thread, or one panel; stripes up to STRIPE_WORK (645^3).
         assert_eq!(g.split([1024, 1024, 1024], [3, 1], 2), Split::Blocks);
-        assert_eq!(g.split([512, 512, 512], [3, 1], 2), Split::Blocks);
+        assert_eq!(g.split([650, 650, 650], [3, 1], 2), Split::Blocks);
+        assert_eq!(g.split([640, 640, 640], [3, 1], 2), Split::Rows(324));
+        assert_eq!(g.split([512, 512, 512], [3, 1], 2), Split::Rows(264));
         assert_eq!(g.split([400, 400, 400], [3, 1], 2), Split::Rows(204));
         assert_eq!(g.split([256, 256, 256], [3, 1], 1), Split::Blocks);
         assert_eq!(g.split([40, 20, 40], [1, 3], 2), Split::Blocks);
