@@ -2,13 +2,13 @@
 //! depth in blocks of KC (B's KC x NC block packed once and shared by the threads), rows in
 //! blocks of about MC (each thread packs its own MC x KC block of A), then NR-wide and MR-tall
 //! micro-tiles. Block sizes come from the tile shape and the cache sizes read at run time
-//! (`cache.rs`): a run of B micro-panels (KC x NR each) as large as L1d, at least one, stays in
-//! L1 while each row tile of the A block (MC x KC, in L2) sweeps it, and the B block (KC x NC)
-//! stays in L3, with KC raised where the C tile is large (AVX-512: 512 steps) and for AMX,
-//! which reads its tiles from L2 nearly as fast (2048-deep blocks: `Gemm::for_steps`). When m
-//! is too small to give every thread row blocks, or the product is at most about 645^3, or its
-//! B so narrow that the nest would not share its packing, each
-//! thread takes a stripe of its own instead (one meeting per product): of rows or of columns,
+//! (`cache.rs`): a B micro-panel (KC x NR) fills half of L1d, and each row tile of the A block
+//! (MC x KC, in L2) sweeps a run of as many panels as L1d holds (at least one) before the next
+//! row tile starts, while the B block (KC x NC) stays in L3. KC is raised where the C tile is
+//! large (AVX-512: 512 steps) and for AMX, which reads its tiles from L2 nearly as fast
+//! (2048-deep blocks: `Gemm::for_steps`). When m is too small to give every thread row blocks,
+//! or the product is at most about 645^3, or its B so narrow that the nest would not share its
+//! packing, each thread takes a stripe of its own instead (one meeting per product): of rows or of columns,
 //! whichever packs less (`Gemm::split`). One-thread products up to about 100^3 skip the nest:
 //! B is packed whole and a direct kernel reads A through its strides. Products with few rows
 //! (up to 36) read a unit-stride B in place instead of packing it. A kernel that narrows
@@ -48,7 +48,7 @@ pub(crate) struct Gemm<T, P = T> {
     mc: usize,
     nc: usize,
     /// Bytes of packed B panels a row tile runs through before the next row tile starts (L1d's
-    /// size); one panel or less means panel by panel, each down its column of row tiles.
+    /// size); less than two panels means panel by panel, each down its column of row tiles.
     sweep: usize,
     kernel: MicroKernel<T, P>,
     /// The same kernel reading A unpacked, for products too small to repay packing A.
@@ -892,17 +892,27 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             for ir in (0..mc).step_by(g.mr) {
                 let ap = &apack[ir * steps..(ir + g.mr) * steps];
                 for jr in (j0..self.nc.min(j0 + run)).step_by(g.nr) {
-                    self.tile(ap, ic + ir, jr, g.mr.min(mc - ir));
+                    // SAFETY: `ap` is one panel's slice of `apack` (steps * MR values); jr is
+                    // a multiple of NR (so is `run`) below nc; rows ic + ir.. < ic + mc of
+                    // this row block, which `nest` gave this call alone.
+                    unsafe { self.tile(ap, ic + ir, jr, g.mr.min(mc - ir)) };
                 }
             }
         }
     }
 
     /// Runs the micro-tile of `mr` rows of C from row `i`, at column `jr` of this block, whose
-    /// packed A panel is `ap` (`steps * MR` values).
-    fn tile(&self, ap: &[P], i: usize, jr: usize, mr: usize) {
+    /// packed A panel is `ap`.
+    ///
+    /// # Safety
+    /// `ap` holds `steps * MR` packed values; `jr` is a multiple of NR below the block's `nc`;
+    /// `1 <= mr <= MR` and rows `i..i + mr` lie in a row block of `m` that no other thread
+    /// writes while this block runs.
+    unsafe fn tile(&self, ap: &[P], i: usize, jr: usize, mr: usize) {
         let (g, steps) = (self.g, SA::steps(self.kc));
-        debug_assert!(ap.len() == g.mr * steps && jr < self.nc && mr <= g.mr);
+        debug_assert!(
+            ap.len() == g.mr * steps && jr < self.nc && jr.is_multiple_of(g.nr) && mr <= g.mr
+        );
         let (bp, bs) = match self.b_in_place {
             // Full panels: column jc + jr of row pc, rows at B's stride. The pointer is
             // derived from the whole buffer, since a negative row stride reaches below it.
@@ -935,17 +945,17 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                 std::ptr::null_mut()
             },
         };
-        // SAFETY: `ap` is a slice of exactly steps*MR packed values (the slice's length, so
-        // a short one would have panicked at the slicing in `rows`). `bp` is either a slice of
-        // steps*NR packed values (bs = NR), or B read in place: step p's NR values are
-        // elements (pc + p, jc + jr + j), j < NR, all inside the k x n matrix
-        // (jr + NR <= direct <= nc), whose corners `b_in_place` checked lie in the buffer;
-        // f32 / f64 only (DEPTH 1). The tile covers rows i.. < i + mr <= ic + mc <= m of the
-        // row block `rows` was given and columns jc+jr.. < jc+nc <= n of the m x n block at
-        // `out`, which `run` placed inside the slice it borrows mutably (a column stripe's
-        // block included: its columns end at or before the full row's end); no other thread
-        // writes these rows of these columns. The kernel was chosen for a CPU that has its
-        // features, and `kernel_for` picks a stamping that covers mr x nr.
+        // SAFETY: `ap` is a slice of exactly steps*MR packed values (this function's
+        // contract). `bp` is either a slice of steps*NR packed values (bs = NR), or B read in
+        // place: step p's NR values are elements (pc + p, jc + jr + j), j < NR, all inside the
+        // k x n matrix (jr is a multiple of NR below direct, itself a multiple of NR <= nc,
+        // so jr + NR <= direct), whose corners `b_in_place` checked lie in the buffer; f32 /
+        // f64 only (DEPTH 1). The tile covers rows i.. < i + mr of the row block `rows` was
+        // given (inside m) and columns jc+jr.. < jc+nc <= n of the m x n block at `out`,
+        // which `run` placed inside the slice it borrows mutably (a column stripe's block
+        // included: its columns end at or before the full row's end); no other thread writes
+        // these rows of these columns. The kernel was chosen for a CPU that has its features,
+        // and `kernel_for` picks a stamping that covers mr x nr.
         unsafe { g.kernel_for(g.kernel, false, t.mr, t.nr)(&t) };
     }
 }
@@ -1159,10 +1169,11 @@ mod tests {
         }
     }
 
-    /// The smallest blocks (KC 32, MC = MR, NC = NR) make every loop of the nest run many
-    /// times on a small product: depth accumulation, row and column blocks, edge tiles, and
-    /// the column split, each overwriting C and (`run_into` with `add`) adding to it, against a naive f64
-    /// product; k = 0 too.
+    /// The smallest blocks (KC 32, MC = MR, NC = NR), and blocks of three row tiles and five
+    /// panels swept in runs of two, make every loop of the nest run many times on a small
+    /// product: depth accumulation, row and column blocks, runs of panels, edge tiles, and the
+    /// column split, each overwriting C and (`run_into` with `add`) adding to it, against a
+    /// naive f64 product; k = 0 too.
     #[test]
     fn tiny_blocks_every_loop() {
         let tiny = CacheSizes {
@@ -1192,7 +1203,10 @@ mod tests {
                     (3, 65, 129),
                     (37, 33, 31),
                     (4, 0, 5),
+                    // Few rows: B read in place, panel by panel, a packed narrow panel last.
                     (2 * g.mr + 1, 40, 11 * g.nr + 3),
+                    // Packed B: several row tiles per block, runs of two, a short run last.
+                    (IN_PLACE_ROWS + 2 * g.mr + 1, 40, 11 * g.nr + 3),
                 ]
                 .map(|s| (g, s))
             }) {
@@ -1224,7 +1238,8 @@ mod tests {
                         let tol = 2.0 * (k as f64 + 1.0) * f32::EPSILON as f64;
                         assert!(
                             (*x as f64 - w).abs() <= tol,
-                            "{kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
+                            "{kern:?} sweep {} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}",
+                            g.sweep
                         );
                     }
                     // Adding onto what C holds, on the same paths.
@@ -1245,7 +1260,8 @@ mod tests {
                         let w = w + *x0 as f64;
                         assert!(
                             (*x as f64 - w).abs() <= tol,
-                            "add {kern:?} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}"
+                            "add {kern:?} sweep {} {m}x{k}x{n} {threads}t: element {e}: {x} vs {w}",
+                            g.sweep
                         );
                     }
                 }
