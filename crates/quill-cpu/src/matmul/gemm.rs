@@ -8,12 +8,12 @@
 //! large (AVX-512: 512 steps) and for AMX, which reads its tiles from L2 nearly as fast
 //! (2048-deep blocks: `Gemm::for_steps`). When m is too small to give every thread row blocks,
 //! or the product is at most about 645^3, or its B so narrow that the nest would not share its
-//! packing, each thread takes a stripe of its own instead (one meeting per product): of rows or of columns,
-//! whichever packs less (`Gemm::split`). One-thread products up to about 100^3 skip the nest:
-//! B is packed whole and a direct kernel reads A through its strides. Products with few rows
-//! (up to 36) read a unit-stride B in place instead of packing it. A kernel that narrows
-//! (bf16: AMX, `vdpbf16ps`) writes its last depth block's tiles straight to the bf16 result;
-//! C then only carries sums between depth blocks.
+//! packing, each thread takes a stripe of its own instead (one meeting per product): of rows
+//! or of columns, whichever packs less (`Gemm::split`). One-thread products up to about 100^3
+//! skip the nest: B is packed whole and a direct kernel reads A through its strides. Products
+//! with few rows (up to 36) read a unit-stride B in place instead of packing it. A kernel that
+//! narrows (bf16: AMX, `vdpbf16ps`) writes its last depth block's tiles straight to the bf16
+//! result; C then only carries sums between depth blocks.
 //! The SIMD kernels come in shorter and narrower stampings (`Stamps`: thirds of MR, one or
 //! two vectors) for a matrix's last row tile and column panel, so an edge costs about what it
 //! computes, and threads' shares of rows need only be multiples of the shortest stamping.
