@@ -65,7 +65,9 @@ impl Pack<u32> for bf16 {
                 let hi = (2 * s + 1 < kc).then(|| a.get(i0 + i, p + 1));
                 *x = pair(a.get(i0 + i, p), hi);
             }
-            step[rows..].fill(0);
+            if rows < mr {
+                step[rows..].fill(0);
+            }
         }
     }
 
@@ -85,24 +87,17 @@ impl Pack<u32> for bf16 {
         if b.cs == 1 {
             // Row-major B: interleave two contiguous rows, in the widest SIMD this CPU has
             // (baseline SSE2 unpacks took a tenth of a 512^3 AMX product).
+            let wide = wide_pairs();
             crate::simd::with_best_simd(
                 #[inline(always)]
                 || {
                     for (s, step) in dst.chunks_exact_mut(nr).enumerate() {
                         let lo0 = b.shifted(p0 + 2 * s, j0).off;
-                        let lo = &b.data[lo0..lo0 + cols];
-                        if 2 * s + 1 < kc {
+                        let hi = (2 * s + 1 < kc).then(|| {
                             let hi0 = b.shifted(p0 + 2 * s + 1, j0).off;
-                            let hi = &b.data[hi0..hi0 + cols];
-                            for ((x, &l), &h) in step.iter_mut().zip(lo).zip(hi) {
-                                *x = pair(l, Some(h));
-                            }
-                        } else {
-                            for (x, &l) in step.iter_mut().zip(lo) {
-                                *x = pair(l, None);
-                            }
-                        }
-                        step[cols..].fill(0);
+                            &b.data[hi0..hi0 + cols]
+                        });
+                        pair_step(step, &b.data[lo0..lo0 + cols], hi, wide);
                     }
                 },
             );
@@ -115,7 +110,9 @@ impl Pack<u32> for bf16 {
                 let hi = (!odd_end).then(|| b.get(p + 1, j0 + j));
                 *x = pair(b.get(p, j0 + j), hi);
             }
-            step[cols..].fill(0);
+            if cols < nr {
+                step[cols..].fill(0);
+            }
         }
     }
 
@@ -136,6 +133,89 @@ impl Pack<u32> for bf16 {
     }
 
     const DEPTH: usize = 2;
+}
+
+/// One B panel step from two rows of B: `step[j] = pair(lo[j], hi[j])` (a zero high half
+/// without `hi`, past the depth), the columns past `lo` zero. The tail is cleared only when
+/// there is one: an empty `fill` still called `memset`, once per step and panel, 4 % of a
+/// 32 x 512 @ 512 x 512 product.
+/// With `wide` (this CPU has AVX-512BW: [`wide_pairs`]) a whole 32-wide step is two
+/// `vpermt2w` shuffles ([`interleave32`]).
+#[inline(always)]
+fn pair_step(step: &mut [u32], lo: &[bf16], hi: Option<&[bf16]>, wide: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        if let (Ok(out), Ok(l), Some(Ok(h))) = (
+            <&mut [u32; 32]>::try_from(&mut *step),
+            <&[bf16; 32]>::try_from(lo),
+            hi.map(<&[bf16; 32]>::try_from),
+        ) {
+            // SAFETY: `wide` is true only where AVX-512BW was detected.
+            unsafe { interleave32(out, l, h) };
+            return;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = wide;
+    match hi {
+        Some(hi) => {
+            for ((x, &l), &h) in step.iter_mut().zip(lo).zip(hi) {
+                *x = pair(l, Some(h));
+            }
+        }
+        None => {
+            for (x, &l) in step.iter_mut().zip(lo) {
+                *x = pair(l, None);
+            }
+        }
+    }
+    if lo.len() < step.len() {
+        step[lo.len()..].fill(0);
+    }
+}
+
+/// Whether [`pair_step`] may take [`interleave32`].
+fn wide_pairs() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// `out[j] = pair(lo[j], Some(hi[j]))` for 32 columns: `vpermt2w` picks, for each 16-bit
+/// lane of the output, lane j of `lo` and then lane j of `hi`.
+///
+/// # Safety
+/// The CPU has AVX-512F and AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn interleave32(out: &mut [u32; 32], lo: &[bf16; 32], hi: &[bf16; 32]) {
+    use std::arch::x86_64::*;
+    /// Lane indices for the pairs of columns `from..from + 16` (32 + j selects `hi`'s lane j).
+    const fn lanes(from: i16) -> [i16; 32] {
+        let mut v = [0i16; 32];
+        let mut j = 0;
+        while j < 16 {
+            v[2 * j] = from + j as i16;
+            v[2 * j + 1] = 32 + from + j as i16;
+            j += 1;
+        }
+        v
+    }
+    const FIRST: [i16; 32] = lanes(0);
+    const SECOND: [i16; 32] = lanes(16);
+    // SAFETY: every load and store covers exactly its array's 64 bytes (unaligned forms).
+    unsafe {
+        let l = _mm512_loadu_si512(lo.as_ptr().cast());
+        let h = _mm512_loadu_si512(hi.as_ptr().cast());
+        let first = _mm512_loadu_si512(FIRST.as_ptr().cast());
+        let second = _mm512_loadu_si512(SECOND.as_ptr().cast());
+        let o = out.as_mut_ptr();
+        _mm512_storeu_si512(o.cast(), _mm512_permutex2var_epi16(l, first, h));
+        _mm512_storeu_si512(o.add(16).cast(), _mm512_permutex2var_epi16(l, second, h));
+    }
 }
 
 /// `Pack::pack_a` for a row-major A whose rows' runs all start 4-byte aligned: each run's
@@ -198,6 +278,7 @@ pub(super) fn pairs_by_rows(
     let panels = cols.div_ceil(nr);
     let dst = &mut dst[..panels * panel_len];
     let steps = kc.div_ceil(2);
+    let wide = wide_pairs();
     crate::simd::with_best_simd(
         #[inline(always)]
         || {
@@ -212,21 +293,7 @@ pub(super) fn pairs_by_rows(
                     let j = q * nr;
                     let w = nr.min(cols - j);
                     let step = &mut panel[s * nr..(s + 1) * nr];
-                    match hi {
-                        Some(hi) => {
-                            for ((x, &l), &h) in
-                                step.iter_mut().zip(&lo[j..j + w]).zip(&hi[j..j + w])
-                            {
-                                *x = pair(l, Some(h));
-                            }
-                        }
-                        None => {
-                            for (x, &l) in step.iter_mut().zip(&lo[j..j + w]) {
-                                *x = pair(l, None);
-                            }
-                        }
-                    }
-                    step[w..].fill(0);
+                    pair_step(step, &lo[j..j + w], hi.map(|hi| &hi[j..j + w]), wide);
                 }
             }
             for panel in dst.chunks_exact_mut(panel_len) {
@@ -412,6 +479,54 @@ mod tests {
 
     const ROWS: usize = 32;
     const NR: usize = 32;
+
+    /// `pack_b` (one panel) and `pack_b_block` (all panels, row pair by row pair) of a
+    /// row-major bf16 B against the pair panel's definition, bit for bit: whole 32-wide steps
+    /// (the `vpermt2w` path where the CPU has AVX-512BW) and partial last panels, odd and even
+    /// depths (an odd one pairs its last row with zero), reversed rows, and B starting at an
+    /// odd offset. Padding (columns past the matrix, steps past the depth) must be zero.
+    #[test]
+    fn row_major_b_pairs_pack_like_the_definition() {
+        let mut seed = 11u64;
+        let data: Vec<bf16> = (0..40 * 100)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                bf16::from_bits((seed >> 40) as u16)
+            })
+            .collect();
+        for (off, rs) in [(0, 100), (1, 100), (39 * 100, -100)] {
+            let b = Mat::new(&data, off, rs, 1);
+            for kc in [1usize, 2, 5, 16, 33] {
+                for (j0, cols) in [(0usize, 32usize), (3, 64), (1, 70), (2, 17), (0, 96)] {
+                    let (nr, steps) = (32, kc.div_ceil(2));
+                    let panels = cols.div_ceil(nr);
+                    let want: Vec<u32> = (0..panels * steps * nr)
+                        .map(|e| {
+                            let (q, s, j) = (e / (steps * nr), e / nr % steps, e % nr);
+                            let col = q * nr + j;
+                            if col >= cols {
+                                return 0;
+                            }
+                            let hi = (2 * s + 1 < kc).then(|| b.get(2 * s + 1, j0 + col));
+                            pair(b.get(2 * s, j0 + col), hi)
+                        })
+                        .collect();
+                    let case = format!("off {off} rs {rs} kc {kc} cols {j0}..+{cols}");
+                    let mut block = vec![0xDEAD_BEEF; want.len()];
+                    <bf16 as Pack<u32>>::pack_b_block(&mut block, &b, 0, kc, j0, cols, nr);
+                    assert_eq!(block, want, "block: {case}");
+                    for (q, panel_want) in want.chunks(steps * nr).enumerate() {
+                        let mut panel = vec![0xDEAD_BEEF; steps * nr];
+                        let w = nr.min(cols - q * nr);
+                        <bf16 as Pack<u32>>::pack_b(&mut panel, &b, 0, kc, j0 + q * nr, w, nr);
+                        assert_eq!(panel, panel_want, "panel {q}: {case}");
+                    }
+                }
+            }
+        }
+    }
 
     /// `pack_a` of a row-major bf16 A against the pair panel's definition, bit for bit (NaN
     /// and denormal patterns included), over row starts that are and are not 4-byte aligned
