@@ -1,9 +1,9 @@
-//! The bf16 GEMM on CPUs with AMX (Intel Xeon from Sapphire Rapids on): `tdpbf16ps` multiplies
-//! a 16 x 32 bf16 tile of A by a 32 x 16 bf16 tile of B (held as 16 rows of 16 depth pairs)
-//! into a 16 x 16 f32 tile, 8192 multiply-adds per instruction. The micro-tile is 32 x 32: four
-//! C tiles stay in tile registers while two A and two B tiles stream in per 32 depth values.
-//! The loop nest is `gemm.rs`'s; this file owns the packing, the kernel, and asking Linux for
-//! the tile state (a process must request it before its first tile instruction).
+//! The bf16 GEMM on CPUs with AMX (Intel Xeon from Sapphire Rapids on): `tdpbf16ps` multiplies a
+//! 16 x 32 bf16 tile of A by a 32 x 16 bf16 tile of B (held as 16 rows of 16 depth pairs) into a
+//! 16 x 16 f32 tile, 8192 multiply-adds per instruction. The micro-tile is 32 x 32: four C tiles
+//! stay in tile registers while two A and two B tiles stream in per 32 depth values. The loop nest
+//! is `gemm/nest.rs`'s; this file owns the packing, the kernel, and asking Linux for the tile state
+//! (a process must request it before its first tile instruction).
 //!
 //! Stable Rust has no AMX intrinsics, so the kernel is one `asm!` block; the compiler never
 //! allocates tile registers itself, so nothing else touches them between instructions.

@@ -1,10 +1,9 @@
-//! The bf16 GEMM on CPUs with AVX512_BF16: operands stay bf16 and are packed as pairs along
-//! the depth (one `u32` holds `x[p]` in its low half and `x[p + 1]` in its high half, an odd
-//! depth padded with a zero), so that `vdpbf16ps` multiplies a broadcast pair of A by 16 pairs
-//! of B and adds both products into f32 accumulators. The loop nest is `gemm.rs`'s; only the
-//! packing (here) and the micro-kernel differ. The kernel rounds a product's finished tiles to
-//! bf16 itself (`narrow_rows`, which `amx.rs` shares). Other CPUs widen bf16 to f32 while
-//! packing.
+//! The bf16 GEMM on CPUs with AVX512_BF16: operands stay bf16 and are packed as pairs along the
+//! depth (one `u32` holds `x[p]` in its low half and `x[p + 1]` in its high half, an odd depth
+//! padded with a zero), so that `vdpbf16ps` multiplies a broadcast pair of A by 16 pairs of B and
+//! adds both products into f32 accumulators. The loop nest is `gemm/nest.rs`'s; only the packing
+//! (here) and the micro-kernel differ. The kernel rounds a product's finished tiles to bf16 itself
+//! (`narrow_rows`, which `amx.rs` shares). Other CPUs widen bf16 to f32 while packing.
 
 use super::gemm::Gemm;
 use super::kernels::Tile;

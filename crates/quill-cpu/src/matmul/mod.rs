@@ -1,14 +1,14 @@
-//! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided
-//! operands into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM
-//! (`gemm.rs`: cache blocking, packing from any signed strides in `pack.rs` (SIMD transposes in
-//! `transpose_pack.rs`), SIMD micro-kernels
-//! chosen at run time in `kernels.rs`, block sizes from the caches in `cache.rs`, A read in
-//! place for one-thread products up to about 100^3, threads met through `par.rs`); bf16 runs
-//! AMX tiles where the CPU has AMX (`amx.rs`), `vdpbf16ps` on bf16 pairs where it has
-//! AVX512_BF16 (`bf16.rs`), both kernels rounding each finished tile to bf16 themselves;
-//! otherwise f16 and bf16 are widened to f32 while packing. All accumulate in f32 and round
-//! once at the end. Integers and bool run a plain loop (`int.rs`). Shape logic (1-D operands,
-//! broadcasting the batch dims) belongs to the caller; this module takes the broadcast layouts.
+//! Matmul kernels: the batched product of `(batch.., m, k)` and `(batch.., k, n)` strided operands
+//! into a fresh contiguous `(batch.., m, n)` buffer. f32 and f64 run a BLIS-style GEMM (`gemm.rs`,
+//! its loop nest in `gemm/nest.rs`: cache blocking, packing from any signed strides in `pack.rs`
+//! (SIMD transposes in `transpose_pack.rs`), SIMD micro-kernels chosen at run time in `kernels.rs`,
+//! block sizes from the caches in `cache.rs`, A read in place for one-thread products up to about
+//! 100^3, threads met through `par.rs`); bf16 runs AMX tiles where the CPU has AMX (`amx.rs`),
+//! `vdpbf16ps` on bf16 pairs where it has AVX512_BF16 (`bf16.rs`), both kernels rounding each
+//! finished tile to bf16 themselves; otherwise f16 and bf16 are widened to f32 while packing. All
+//! accumulate in f32 and round once at the end. Integers and bool run a plain loop (`int.rs`).
+//! Shape logic (1-D operands, broadcasting the batch dims) belongs to the caller; this module takes
+//! the broadcast layouts.
 
 mod amx;
 mod bf16;
