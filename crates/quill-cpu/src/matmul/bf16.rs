@@ -218,25 +218,20 @@ unsafe fn interleave32(out: &mut [u32; 32], lo: &[bf16; 32], hi: &[bf16; 32]) {
 }
 
 /// `Pack::pack_a` for a row-major A whose rows' runs all start 4-byte aligned: each run's
-/// pairs are then already the `u32` words the panel holds, so packing is `transpose_pack`'s
+/// pairs are then already the `u32` words the panel holds, so packing is `pack::transposed`'s
 /// f32 transpose of those words (loads, shuffles and stores only, so every bit pattern comes
-/// through). Value by value this scatter was 3-5 % of a 512^3 or 1024^3 product on one thread
-/// (Zen 4). An odd last value pairs with zero after the transpose. False, with nothing
-/// written, when a run is misaligned (an odd start), there are more rows than `MAX` or this
-/// CPU has no such transpose for the row count.
+/// through; rows past `rows` zeroed there). Value by value this scatter was 3-5 % of a 512^3 or
+/// 1024^3 product on one thread (Zen 4). An odd last value pairs with zero after the
+/// transpose. False, with nothing written, when a run is misaligned (an odd start) or this CPU
+/// has no such transpose for the row count.
 fn pairs_transposed(dst: &mut [u32], a: &Mat<bf16>, [i0, rows, p0, kc, mr]: [usize; 5]) -> bool {
-    const MAX: usize = 32;
     let (whole, steps) = (kc / 2, kc.div_ceil(2));
-    if rows == 0 || rows > MAX || rows > mr || whole == 0 {
-        return false;
-    }
-    let mut runs: [&[f32]; MAX] = [&[]; MAX];
-    for (i, run) in runs.iter_mut().enumerate().take(rows) {
+    let run = |i: usize| {
         let s0 = a.shifted(i0 + i, p0).off;
-        match bytemuck::try_cast_slice::<bf16, f32>(&a.data[s0..s0 + 2 * whole]) {
-            Ok(words) => *run = words,
-            Err(_) => return false,
-        }
+        bytemuck::try_cast_slice::<bf16, f32>(&a.data[s0..s0 + 2 * whole])
+    };
+    if rows == 0 || rows > mr || whole == 0 || (0..rows).any(|i| run(i).is_err()) {
+        return false;
     }
     // The next panel's rows, in words, when they keep the parity (else no prefetch).
     let ahead = if a.rs % 2 == 0 {
@@ -246,18 +241,15 @@ fn pairs_transposed(dst: &mut [u32], a: &Mat<bf16>, [i0, rows, p0, kc, mr]: [usi
     };
     let dst = &mut dst[..steps * mr];
     let words: &mut [f32] = bytemuck::cast_slice_mut(dst);
-    if !super::transpose_pack::f32_runs(words, &runs[..rows], whole, mr, ahead) {
+    // Every run was checked above, so the fallback (an empty run) is never taken.
+    let runs = |i: usize| run(i).unwrap_or(&[]);
+    if !super::pack::transposed(words, rows, whole, mr, ahead, runs) {
         return false;
     }
     if whole < steps {
-        let last = &mut dst[whole * mr..][..mr];
-        for (i, x) in last[..rows].iter_mut().enumerate() {
+        let last = &mut dst[whole * mr..][..rows];
+        for (i, x) in last.iter_mut().enumerate() {
             *x = pair(a.get(i0 + i, p0 + kc - 1), None);
-        }
-    }
-    if rows < mr {
-        for step in dst.chunks_exact_mut(mr) {
-            step[rows..].fill(0);
         }
     }
     true
@@ -479,6 +471,18 @@ mod tests {
     const ROWS: usize = 32;
     const NR: usize = 32;
 
+    /// `n` bf16 values of random bits (NaNs, infinities and denormals among them).
+    fn random_bits(mut seed: u64, n: usize) -> Vec<bf16> {
+        (0..n)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                bf16::from_bits((seed >> 40) as u16)
+            })
+            .collect()
+    }
+
     /// `pack_b` (one panel) and `pack_b_block` (all panels, row pair by row pair) of a
     /// row-major bf16 B against the pair panel's definition, bit for bit: whole 32-wide steps
     /// (the `vpermt2w` path where the CPU has AVX-512BW) and partial last panels, odd and even
@@ -486,15 +490,7 @@ mod tests {
     /// odd offset. Padding (columns past the matrix, steps past the depth) must be zero.
     #[test]
     fn row_major_b_pairs_pack_like_the_definition() {
-        let mut seed = 11u64;
-        let data: Vec<bf16> = (0..40 * 100)
-            .map(|_| {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                bf16::from_bits((seed >> 40) as u16)
-            })
-            .collect();
+        let data = random_bits(11, 40 * 100);
         for (off, rs) in [(0, 100), (1, 100), (39 * 100, -100)] {
             let b = Mat::new(&data, off, rs, 1);
             for kc in [1usize, 2, 5, 16, 33] {
@@ -535,15 +531,7 @@ mod tests {
     #[test]
     fn row_major_pairs_pack_like_the_definition() {
         const MR: usize = 12;
-        let mut seed = 3u64;
-        let data: Vec<bf16> = (0..64 * 48)
-            .map(|_| {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                bf16::from_bits((seed >> 40) as u16)
-            })
-            .collect();
+        let data = random_bits(3, 64 * 48);
         #[cfg(target_arch = "x86_64")]
         let simd = std::arch::is_x86_feature_detected!("avx");
         #[cfg(not(target_arch = "x86_64"))]

@@ -414,7 +414,7 @@ fn copy_runs<const W: usize, T: Copy>(dst: &mut [T], data: &[T], start: impl Fn(
 /// The SIMD form of the two scatters above: `count` runs (`run(i)`, each `kc` long) across a
 /// panel `w` wide, the values past `count` zeroed. False, with nothing written, where the
 /// element type has no SIMD transpose or the panel is wider than the runs buffer.
-fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
+pub(super) fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
     dst: &mut [T],
     count: usize,
     kc: usize,
