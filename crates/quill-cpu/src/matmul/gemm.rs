@@ -22,7 +22,7 @@
 
 use super::active_kernel;
 use super::cache::CacheSizes;
-use super::kernels::{self, Kernel, MicroKernel, Tile};
+use super::kernels::{self, FusedKernel, Kernel, MicroKernel, Tile};
 use super::pack::{Mat, Pack};
 use super::par;
 use std::cell::Cell;
@@ -30,6 +30,12 @@ use std::ops::{Add, Mul};
 use std::thread::LocalKey;
 
 mod nest;
+
+#[cfg(test)]
+thread_local! {
+    /// Row tiles run by a fusing kernel on this thread, for tests to see that it ran.
+    pub(crate) static FUSED_TILES: Cell<usize> = const { Cell::new(0) };
+}
 
 /// The element types the GEMM computes in.
 pub(crate) trait Real:
@@ -63,6 +69,9 @@ pub(crate) struct Gemm<T, P = T> {
     /// The kernel can round its last depth block's sums to bf16 and store them itself
     /// (`Tile::narrow`), so a bf16 product needs no separate pass over an f32 result.
     narrows: bool,
+    /// The same kernel packing its B panel as it goes, for a one-thread product of one row
+    /// block whose B its packing can read in place (`Pack::fuse_source`).
+    fused: Option<FusedKernel<T, P>>,
 }
 
 impl<T, P> Gemm<T, P> {
@@ -123,6 +132,7 @@ impl<T, P> Gemm<T, P> {
             direct: None,
             stamps: None,
             narrows: false,
+            fused: None,
         }
     }
 
@@ -169,6 +179,23 @@ impl<T, P> Gemm<T, P> {
             s.direct[r][c]
         } else {
             s.packed[r][c]
+        }
+    }
+
+    /// This GEMM with `k` as its fusing kernel (`Gemm::fused`).
+    pub(crate) fn with_fused(self, k: FusedKernel<T, P>) -> Self {
+        Gemm {
+            fused: Some(k),
+            ..self
+        }
+    }
+
+    /// This GEMM without its fusing kernel, for tests to compare against.
+    #[cfg(test)]
+    pub(crate) fn without_fused(self) -> Self {
+        Gemm {
+            fused: None,
+            ..self
         }
     }
 

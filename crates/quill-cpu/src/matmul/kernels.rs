@@ -30,6 +30,26 @@ pub(crate) struct Tile<T, P = T> {
     pub narrow: *mut u16,
 }
 
+/// What a fusing kernel (`Gemm::fused`) needs to pack its B panel itself while it multiplies:
+/// step `s` pairs B's row at `src + 2s * rs` with the row at `src + (2s + 1) * rs` (32 16-bit
+/// values each, the second read only for `s < whole`, zero past it) and stores the pairs at
+/// `out + s * NR`, the panel the later row tiles then read.
+pub(crate) struct Fuse<P> {
+    pub src: *const u16,
+    pub rs: isize,
+    pub whole: usize,
+    pub out: *mut P,
+}
+
+/// A kernel that packs its B panel as it goes (see [`Fuse`]); its tile's `b` and `bs` go
+/// unread.
+///
+/// # Safety
+/// As [`MicroKernel`] for `t.a`, `t.c` and `t.narrow`; for every step `s < t.kc`, `f.src + 2s
+/// * f.rs` is valid for reads of 32 values, `f.src + (2s + 1) * f.rs` too when `s < f.whole`,
+/// and `f.out + s * NR` for writes of `NR` values that nothing else reads or writes meanwhile.
+pub(crate) type FusedKernel<T, P = T> = unsafe fn(&Tile<T, P>, &Fuse<P>);
+
 /// # Safety
 /// `t.a` is valid for reads of `kc * MR` values, `t.b + p * t.bs` of `NR` values for every
 /// `p < kc` (for a direct kernel:

@@ -149,6 +149,16 @@ pub(crate) trait Pack<P>: Copy + Send + Sync {
         cols: usize,
         nr: usize,
     );
+    /// For a kernel that packs B's panels itself (`Gemm::fused`): where element `(p0, j0)` of
+    /// `b` lies and B's row stride, as 16-bit values, when this type's panels are pairs of
+    /// rows that kernel can form, every row is contiguous and the `kc x cols` box from there
+    /// lies inside `b`'s buffer. None by default.
+    fn fuse_source(
+        _b: &Mat<Self>,
+        [_p0, _kc, _j0, _cols]: [usize; 4],
+    ) -> Option<(*const u16, isize)> {
+        None
+    }
     /// All the B panels of columns `j0..j0 + cols` (any count), panel `q` at
     /// `dst[q * steps(kc) * nr..]`: panel by panel, unless a type reads B in a better order.
     fn pack_b_block(

@@ -4,6 +4,7 @@
 //! (`Block`). What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
+use crate::matmul::kernels::{Fuse, FusedKernel};
 
 impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// The loop nest over an m x n block of C at `out` (which `run` checked lies in its slice);
@@ -42,7 +43,20 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
-                    if threads > 1 && shares_b_pack(kc, nc) && direct == 0 {
+                    // One thread, one row block: the first row tile's kernel packs each whole
+                    // panel as it multiplies; only a partial last one is packed here.
+                    let whole = nc / nr * nr;
+                    let fuse = match self.fused {
+                        Some(k) if threads == 1 && blocks == 1 && direct == 0 && whole > 0 => {
+                            SB::fuse_source(b, [pc, kc, jc, whole]).map(|(src, rs)| (k, src, rs))
+                        }
+                        _ => None,
+                    };
+                    if fuse.is_some() {
+                        if whole < nc {
+                            panel(whole / nr, &mut bp[whole / nr * panel_len..]);
+                        }
+                    } else if threads > 1 && shares_b_pack(kc, nc) && direct == 0 {
                         // One run of whole panels per thread, through `par` so that the
                         // caller packs too instead of waiting on the pool.
                         let per = (nc - direct).div_ceil(nr).div_ceil(threads);
@@ -56,7 +70,16 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     }
                     let blk = Block {
                         g: self,
-                        bpack: bp,
+                        bpack: Panels {
+                            ptr: bp.as_mut_ptr(),
+                            len: bp.len(),
+                        },
+                        fuse: fuse.map(|(kernel, src, rs)| Fusing {
+                            kernel,
+                            src,
+                            rs,
+                            whole,
+                        }),
                         b_in_place: in_place.map(|d| (d, b.at_signed(pc, jc), b.rs)),
                         direct,
                         a,
@@ -83,12 +106,41 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     }
 }
 
+/// A block's packed B panels: all of the block's, or with `b_in_place` only those from column
+/// `direct` on. Read by every row tile; with `fuse`, the first row tile writes each whole
+/// panel before the others read it, on the one thread the block then runs on.
+#[derive(Clone, Copy)]
+struct Panels<P> {
+    ptr: *mut P,
+    len: usize,
+}
+
+// SAFETY: `Panels` points into the nest's packing buffer, borrowed mutably for the whole block;
+// threads only read it, except that with `fuse` (one thread) that thread writes it too.
+unsafe impl<P: Send> Send for Panels<P> {}
+// SAFETY: as above.
+unsafe impl<P: Sync> Sync for Panels<P> {}
+
+/// How the first row tile packs each whole B panel as it multiplies (`Gemm::fused`): B's
+/// element (pc, jc) and row stride, as `Pack::fuse_source` found them, and the block's whole
+/// panels' columns.
+struct Fusing<T, P> {
+    kernel: FusedKernel<T, P>,
+    src: *const u16,
+    rs: isize,
+    whole: usize,
+}
+
+// SAFETY: `src` points into B, which the nest only reads, and a fusing block runs on one thread.
+unsafe impl<T, P> Send for Fusing<T, P> {}
+// SAFETY: as above.
+unsafe impl<T, P> Sync for Fusing<T, P> {}
+
 /// One (jc, pc) step: a packed B block and where it sits.
 struct Block<'a, T, P, SA> {
     g: &'a Gemm<T, P>,
-    /// Packed B panels: all of the block's, or with `b_in_place` only those from column
-    /// `direct` on.
-    bpack: &'a [P],
+    bpack: Panels<P>,
+    fuse: Option<Fusing<T, P>>,
     /// B's buffer, the index of element (pc, jc) in it and its row stride, when the block's
     /// first `direct` columns are read in place.
     b_in_place: Option<(&'a [P], isize, isize)>,
@@ -165,8 +217,12 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             }
             _ => {
                 let q = jr - self.direct;
+                assert!(
+                    (q + g.nr) * steps <= self.bpack.len,
+                    "gemm: B panel past the block"
+                );
                 (
-                    self.bpack[q * steps..(q + g.nr) * steps].as_ptr(),
+                    self.bpack.ptr.wrapping_add(q * steps).cast_const(),
                     g.nr as isize,
                 )
             }
@@ -200,6 +256,24 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
         // included: its columns end at or before the full row's end); no other thread writes
         // these rows of these columns. The kernel was chosen for a CPU that has its features,
         // and `kernel_for` picks a stamping that covers mr x nr.
+        if let Some(f) = self.fuse.as_ref().filter(|f| i == 0 && jr < f.whole) {
+            let fuse = Fuse {
+                src: f.src.wrapping_add(jr),
+                rs: f.rs,
+                whole: self.kc / 2,
+                out: self.bpack.ptr.wrapping_add((jr - self.direct) * steps),
+            };
+            #[cfg(test)]
+            FUSED_TILES.with(|n| n.set(n.get() + 1));
+            // SAFETY: as below for `t`; the block's one row block starts at row 0, so tile row
+            // 0 comes first for each panel (`rows` runs the row tiles in order) and nothing
+            // reads the panel before this call has written it. `fuse_source` checked that the
+            // kc x whole box of B from (pc, jc) lies in its buffer: step s reads rows 2s and
+            // (for 2s + 1 < kc, s < kc / 2) 2s + 1 of columns jr.. < jr + 32 <= whole, and
+            // writes the panel's steps * NR values, inside `bpack` (checked above).
+            unsafe { (f.kernel)(&t, &fuse) };
+            return;
+        }
         unsafe { g.kernel_for(g.kernel, false, t.mr, t.nr)(&t) };
     }
 }
