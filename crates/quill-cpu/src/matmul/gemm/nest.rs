@@ -1,7 +1,9 @@
 //! The loop nest (`Gemm::nest`): per column block and depth block, B's KC x NC block packed
 //! once (by all threads together when it is large), then row blocks of A handed to the
 //! threads, each packing its A block and sweeping its row tiles over runs of B panels
-//! (`Block`). What the nest is and how its sizes are chosen is told in `gemm.rs`.
+//! (`Block`). A one-thread block of one row block whose kernel can fuse (`Gemm::fused`) skips
+//! the packing pass: the first row tile's kernel packs each whole panel as it multiplies.
+//! What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
 use crate::matmul::kernels::{Fuse, FusedKernel};
