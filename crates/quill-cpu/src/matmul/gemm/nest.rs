@@ -247,6 +247,25 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
                 std::ptr::null_mut()
             },
         };
+        if let Some(f) = self.fuse.as_ref().filter(|f| i == 0 && jr < f.whole) {
+            let fuse = Fuse {
+                src: f.src.wrapping_add(jr),
+                rs: f.rs,
+                whole: self.kc / 2,
+                out: self.bpack.ptr.wrapping_add((jr - self.direct) * steps),
+            };
+            #[cfg(test)]
+            FUSED_TILES.with(|n| n.set(n.get() + 1));
+            // SAFETY: `t` as for the kernel call below. The block's one row block starts at
+            // row 0, so tile row 0 comes first for each panel (`rows` runs the row tiles in
+            // order, on this one thread) and nothing reads the panel before this call has
+            // written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
+            // lies in its buffer: step s reads rows 2s and (for 2s + 1 < kc, s < kc / 2)
+            // 2s + 1 of columns jr.. < jr + 32 <= whole, and writes the panel's steps * NR
+            // values, inside `bpack` (checked above).
+            unsafe { (f.kernel)(&t, &fuse) };
+            return;
+        }
         // SAFETY: `ap` is a slice of exactly steps*MR packed values (this function's
         // contract). `bp` is either a slice of steps*NR packed values (bs = NR), or B read in
         // place: step p's NR values are elements (pc + p, jc + jr + j), j < NR, all inside the
@@ -258,24 +277,6 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
         // included: its columns end at or before the full row's end); no other thread writes
         // these rows of these columns. The kernel was chosen for a CPU that has its features,
         // and `kernel_for` picks a stamping that covers mr x nr.
-        if let Some(f) = self.fuse.as_ref().filter(|f| i == 0 && jr < f.whole) {
-            let fuse = Fuse {
-                src: f.src.wrapping_add(jr),
-                rs: f.rs,
-                whole: self.kc / 2,
-                out: self.bpack.ptr.wrapping_add((jr - self.direct) * steps),
-            };
-            #[cfg(test)]
-            FUSED_TILES.with(|n| n.set(n.get() + 1));
-            // SAFETY: as below for `t`; the block's one row block starts at row 0, so tile row
-            // 0 comes first for each panel (`rows` runs the row tiles in order) and nothing
-            // reads the panel before this call has written it. `fuse_source` checked that the
-            // kc x whole box of B from (pc, jc) lies in its buffer: step s reads rows 2s and
-            // (for 2s + 1 < kc, s < kc / 2) 2s + 1 of columns jr.. < jr + 32 <= whole, and
-            // writes the panel's steps * NR values, inside `bpack` (checked above).
-            unsafe { (f.kernel)(&t, &fuse) };
-            return;
-        }
         unsafe { g.kernel_for(g.kernel, false, t.mr, t.nr)(&t) };
     }
 }
