@@ -6,7 +6,7 @@
 //! (`narrow_rows`, which `amx.rs` shares). Other CPUs widen bf16 to f32 while packing.
 
 use super::gemm::Gemm;
-use super::kernels::{Fuse, Tile};
+use super::kernels::Tile;
 use super::pack::{Mat, Pack};
 use half::bf16;
 
@@ -458,7 +458,7 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
 /// [`avx512bf16`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &Fuse<u32>) {
+pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &super::kernels::Fuse<u32>) {
     // SAFETY: the caller's contract, `f` included.
     unsafe { kernel::<true>(t, f) }
 }
@@ -471,7 +471,7 @@ pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &Fuse<u32>) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 #[inline]
-unsafe fn kernel<const FUSE: bool>(t: &Tile<f32, u32>, f: *const Fuse<u32>) {
+unsafe fn kernel<const FUSE: bool>(t: &Tile<f32, u32>, f: *const super::kernels::Fuse<u32>) {
     use std::arch::x86_64::*;
     const MR: usize = 12;
     const NR: usize = 32;
@@ -753,8 +753,8 @@ mod tests {
             return;
         };
         let data = random_bits(21, 2 * 1100 * 100);
-        // A few NaN / infinity patterns turn up among random bits; finite values keep the
-        // comparison about the sums, and `to_bits` equality still covers any that slip in.
+        // Random bits include NaNs and infinities, which would make most sums NaN; ones keep
+        // the comparison about the sums (NaN propagation is `bf16_non_finite_stays_in_its_row`'s).
         let data: Vec<bf16> = data
             .into_iter()
             .map(|x| if x.is_finite() { x } else { bf16::ONE })

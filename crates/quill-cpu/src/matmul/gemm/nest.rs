@@ -251,6 +251,7 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             let fuse = Fuse {
                 src: f.src.wrapping_add(jr),
                 rs: f.rs,
+                // A fusing kernel packs pairs (`Fuse`): steps with both rows.
                 whole: self.kc / 2,
                 out: self.bpack.ptr.wrapping_add((jr - self.direct) * steps),
             };
