@@ -743,8 +743,9 @@ mod tests {
     /// One-thread products through the fusing kernel (`Gemm::fused`: the first row tile packs
     /// each whole B panel) match the same GEMM packing B first, bit for bit, in C (earlier
     /// depth blocks' sums) and in the bf16 output: odd and even depths, two depth blocks,
-    /// one-row and several-row-tile A, partial last panels, B at an odd offset, with reversed
-    /// rows, or transposed (which does not fuse); and the fusing kernel must have run.
+    /// one-row, several-row-tile and several-row-block A, partial last panels, B at an odd
+    /// offset, with reversed rows, or transposed (which does not fuse). The fusing kernel
+    /// must have run once per whole panel and depth block: in the first row tile only.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn fused_b_packing_matches_packing_first() {
@@ -759,13 +760,16 @@ mod tests {
             .into_iter()
             .map(|x| if x.is_finite() { x } else { bf16::ONE })
             .collect();
-        let fused0 = super::super::gemm::FUSED_TILES.with(|n| n.get());
+        let fused_tiles = || super::super::gemm::FUSED_TILES.with(|n| n.get());
         for (m, k, n) in [
             (1, 1, 32),
             (5, 2, 45),
             (12, 7, 64),
             (30, 64, 100),
             (13, 1100, 33),
+            // More rows than a row block (252 at KC 1024 with a 1 MiB L2, fewer with a
+            // smaller one): the later row blocks read the panels the first one packed.
+            (300, 64, 100),
         ] {
             let a = Mat::new(&data, 3, k as isize, 1);
             let bs: [(Mat<bf16>, &str); 4] = [
@@ -784,11 +788,14 @@ mod tests {
                     (c.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), out)
                 };
                 let case = format!("{m}x{k}x{n}, B {what}");
-                assert_eq!(run(&g), run(&g.without_fused()), "{case}");
+                let before = fused_tiles();
+                let fused = run(&g);
+                let tiles = fused_tiles() - before;
+                let want = (b.cs == 1) as usize * n / 32 * g.depth_blocks(k);
+                assert_eq!(tiles, want, "{case}: fused tiles");
+                assert_eq!(fused, run(&g.without_fused()), "{case}");
             }
         }
-        let fused = super::super::gemm::FUSED_TILES.with(|n| n.get()) - fused0;
-        assert!(fused > 0, "the fusing kernel never ran");
     }
 
     /// `pack_a` of a row-major bf16 A against the pair panel's definition, bit for bit (NaN

@@ -69,8 +69,8 @@ pub(crate) struct Gemm<T, P = T> {
     /// The kernel can round its last depth block's sums to bf16 and store them itself
     /// (`Tile::narrow`), so a bf16 product needs no separate pass over an f32 result.
     narrows: bool,
-    /// The same kernel packing its B panel as it goes, for a one-thread product of one row
-    /// block whose B its packing can read in place (`Pack::fuse_source`).
+    /// The same kernel packing its B panel as it goes, for a one-thread product (or stripe)
+    /// whose B its packing can read in place (`Pack::fuse_source`).
     fused: Option<FusedKernel<T, P>>,
 }
 
@@ -669,6 +669,12 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// the last.
     fn nest_step(&self, k: usize) -> usize {
         self.depth_step(k, 16 * self.depth)
+    }
+
+    /// The depth blocks the loop nest splits a depth of `k` into, for tests to count tiles by.
+    #[cfg(test)]
+    pub(crate) fn depth_blocks(&self, k: usize) -> usize {
+        k.div_ceil(self.nest_step(k))
     }
 
     /// One depth block (at most KC) of [`Gemm::unpacked_a`].

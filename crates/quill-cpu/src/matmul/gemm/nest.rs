@@ -1,8 +1,8 @@
 //! The loop nest (`Gemm::nest`): per column block and depth block, B's KC x NC block packed
 //! once (by all threads together when it is large), then row blocks of A handed to the
 //! threads, each packing its A block and sweeping its row tiles over runs of B panels
-//! (`Block`). A one-thread block of one row block whose kernel can fuse (`Gemm::fused`) skips
-//! the packing pass: the first row tile's kernel packs each whole panel as it multiplies.
+//! (`Block`). A one-thread block whose kernel can fuse (`Gemm::fused`) skips the packing
+//! pass: the first row tile's kernel packs each whole panel as it multiplies.
 //! What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
@@ -45,11 +45,12 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
-                    // One thread, one row block: the first row tile's kernel packs each whole
-                    // panel as it multiplies; only a partial last one is packed here.
+                    // One thread: the first row block's first row tile packs each whole panel
+                    // as it multiplies, for the row tiles and row blocks after it; only a
+                    // partial last panel is packed here.
                     let whole = nc / nr * nr;
                     let fuse = match self.fused {
-                        Some(k) if threads == 1 && blocks == 1 && direct == 0 && whole > 0 => {
+                        Some(k) if threads == 1 && direct == 0 && whole > 0 => {
                             SB::fuse_source(b, [pc, kc, jc, whole]).map(|(src, rs)| (k, src, rs))
                         }
                         _ => None,
@@ -257,10 +258,10 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             };
             #[cfg(test)]
             FUSED_TILES.with(|n| n.set(n.get() + 1));
-            // SAFETY: `t` as for the kernel call below. The block's one row block starts at
-            // row 0, so tile row 0 comes first for each panel (`rows` runs the row tiles in
-            // order, on this one thread) and nothing reads the panel before this call has
-            // written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
+            // SAFETY: `t` as for the kernel call below. A fusing block runs on one thread,
+            // where `par::for_each` takes the row blocks in order, the one from row 0 first,
+            // and `rows` its row tiles in order: tile row 0 comes first for each panel and
+            // nothing reads the panel before this call has written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
             // lies in its buffer: step s reads rows 2s and (for 2s + 1 < kc, s < kc / 2)
             // 2s + 1 of columns jr.. < jr + 32 <= whole, and writes the panel's steps * NR
             // values, inside `bpack` (checked above).
