@@ -141,7 +141,9 @@ impl Pack<u32> for bf16 {
         {
             return None;
         }
-        Some((b.data[at(0, 0) as usize..].as_ptr().cast(), b.rs))
+        // From the buffer's start, not a slice from the corner: with reversed rows the kernel
+        // reads below that corner.
+        Some((b.data.as_ptr().wrapping_offset(at(0, 0)).cast(), b.rs))
     }
 
     fn pack_b_block(
@@ -740,12 +742,14 @@ mod tests {
         assert!(pair_runs(&mut [], 32, &data, [0, 0], 1, 0));
     }
 
-    /// One-thread products through the fusing kernel (`Gemm::fused`: the first row tile packs
-    /// each whole B panel) match the same GEMM packing B first, bit for bit, in C (earlier
-    /// depth blocks' sums) and in the bf16 output: odd and even depths, two depth blocks,
-    /// one-row, several-row-tile and several-row-block A, partial last panels, B at an odd
-    /// offset, with reversed rows, or transposed (which does not fuse). The fusing kernel
-    /// must have run once per whole panel and depth block: in the first row tile only.
+    /// Products through the fusing kernel (`Gemm::fused`: the row tile at row 0 packs each
+    /// whole B panel) match the same GEMM packing B first, bit for bit, in C (earlier depth
+    /// blocks' sums) and in the bf16 output: odd and even depths, two depth blocks, one-row,
+    /// several-row-tile and several-row-block A, fewer than 32 columns, partial last panels,
+    /// two column blocks, B at an odd offset, with reversed rows, or transposed (which fuses
+    /// only with one row, its columns then contiguous). On one thread the fusing kernel must
+    /// have run exactly once per whole panel and depth block; two threads (each fusing its
+    /// stripe) must give the same bits.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn fused_b_packing_matches_packing_first() {
@@ -753,23 +757,26 @@ mod tests {
             eprintln!("note: no AVX512_BF16 here; the fusing kernel not run");
             return;
         };
-        let data = random_bits(21, 2 * 1100 * 100);
-        // Random bits include NaNs and infinities, which would make most sums NaN; ones keep
-        // the comparison about the sums (NaN propagation is `bf16_non_finite_stays_in_its_row`'s).
-        let data: Vec<bf16> = data
+        // Signs and mantissas at random, magnitudes in [0.5, 1): every sum stays finite, so
+        // each output bit is compared (random exponents overflowed nearly every sum to an
+        // infinity; NaN propagation is `bf16_non_finite_stays_in_its_row`'s).
+        let data: Vec<bf16> = random_bits(21, 2 * 1100 * 100)
             .into_iter()
-            .map(|x| if x.is_finite() { x } else { bf16::ONE })
+            .map(|x| bf16::from_bits((x.to_bits() & 0x807f) | 0x3f00))
             .collect();
         let fused_tiles = || super::super::gemm::FUSED_TILES.with(|n| n.get());
+        let [_, nr, _, mc, nc] = g.sizes();
         for (m, k, n) in [
             (1, 1, 32),
             (5, 2, 45),
+            (7, 3, 20),
             (12, 7, 64),
             (30, 64, 100),
             (13, 1100, 33),
-            // More rows than a row block (252 at KC 1024 with a 1 MiB L2, fewer with a
-            // smaller one): the later row blocks read the panels the first one packed.
-            (300, 64, 100),
+            // Three row blocks: the later ones read the panels the first one packed.
+            (2 * mc + 7, 64, 100),
+            // Two column blocks, the second with a partial panel.
+            (13, 2, nc + 45),
         ] {
             let a = Mat::new(&data, 3, k as isize, 1);
             let bs: [(Mat<bf16>, &str); 4] = [
@@ -782,18 +789,25 @@ mod tests {
                 (Mat::new(&data, 0, 1, k as isize), "transposed"),
             ];
             for (b, what) in &bs {
-                let run = |g: &Gemm<f32, u32>| {
+                let run = |g: &Gemm<f32, u32>, threads: usize| {
                     let (mut c, mut out) = (vec![0f32; m * n], vec![0u16; m * n]);
-                    g.run_narrow([m, n, k], &a, b, &mut c, &mut out, 1);
+                    g.run_narrow([m, n, k], &a, b, &mut c, &mut out, threads);
                     (c.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), out)
                 };
                 let case = format!("{m}x{k}x{n}, B {what}");
                 let before = fused_tiles();
-                let fused = run(&g);
+                let fused = run(&g, 1);
                 let tiles = fused_tiles() - before;
-                let want = (b.cs == 1) as usize * n / 32 * g.depth_blocks(k);
+                // Whole panels per column block, summed over the blocks (NC is a multiple of
+                // NR), once per depth block.
+                let want = (b.cs == 1) as usize * n / nr * g.depth_blocks(k);
                 assert_eq!(tiles, want, "{case}: fused tiles");
-                assert_eq!(fused, run(&g.without_fused()), "{case}");
+                assert!(
+                    fused.1.iter().all(|&x| bf16::from_bits(x).is_finite()),
+                    "{case}"
+                );
+                assert_eq!(fused, run(&g.without_fused(), 1), "{case}");
+                assert_eq!(fused, run(&g, 2), "{case}, two threads");
             }
         }
     }

@@ -18,7 +18,8 @@ struct Shared {
 
 /// Runs `f(0)`, ..., `f(parts - 1)`, each once, on this thread and up to `threads - 1`
 /// helpers. Which thread runs which part varies; callers make each part's result independent
-/// of that.
+/// of that. With `threads <= 1` (or one part) the parts run in order on this thread, which
+/// the loop nest's fusing kernel relies on (`gemm/nest.rs`).
 pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
     if parts <= 1 || threads <= 1 {
         (0..parts).for_each(f);
@@ -123,6 +124,41 @@ mod tests {
                 assert!(
                     hits.iter().all(|h| h.load(SeqCst) == 2),
                     "{parts} parts, {threads} threads"
+                );
+            }
+        }
+    }
+
+    /// One thread runs the parts in order on the caller, inside a pool or not (the fusing
+    /// GEMM kernel's first row block packs the panels the later ones read).
+    #[test]
+    fn one_thread_runs_parts_in_order() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for threads in [0, 1] {
+            let order = |inside: bool| {
+                let seen = std::sync::Mutex::new(Vec::new());
+                let run = || {
+                    let me = std::thread::current().id();
+                    for_each(6, threads, |i| {
+                        assert_eq!(std::thread::current().id(), me);
+                        seen.lock().unwrap().push(i);
+                    })
+                };
+                if inside {
+                    pool.install(run);
+                } else {
+                    run();
+                }
+                seen.into_inner().unwrap()
+            };
+            for inside in [false, true] {
+                assert_eq!(
+                    order(inside),
+                    (0..6).collect::<Vec<_>>(),
+                    "{threads} threads"
                 );
             }
         }

@@ -2,7 +2,8 @@
 //! once (by all threads together when it is large), then row blocks of A handed to the
 //! threads, each packing its A block and sweeping its row tiles over runs of B panels
 //! (`Block`). A one-thread block whose kernel can fuse (`Gemm::fused`) skips the packing
-//! pass: the first row tile's kernel packs each whole panel as it multiplies.
+//! pass: the kernel of the row tile at row 0 (the first row block's first) packs each whole
+//! panel as it multiplies.
 //! What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
@@ -45,8 +46,8 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                         let j = direct + q * nr;
                         SB::pack_b(dst, b, pc, kc, jc + j, nr.min(nc - j), nr)
                     };
-                    // One thread: the first row block's first row tile packs each whole panel
-                    // as it multiplies, for the row tiles and row blocks after it; only a
+                    // One thread: the row tile at row 0 packs each whole panel as it
+                    // multiplies, for the row tiles and row blocks after it; only a
                     // partial last panel is packed here.
                     let whole = nc / nr * nr;
                     let fuse = match self.fused {
@@ -110,7 +111,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
 }
 
 /// A block's packed B panels: all of the block's, or with `b_in_place` only those from column
-/// `direct` on. Read by every row tile; with `fuse`, the first row tile writes each whole
+/// `direct` on. Read by every row tile; with `fuse`, the row tile at row 0 writes each whole
 /// panel before the others read it, on the one thread the block then runs on.
 #[derive(Clone, Copy)]
 struct Panels<P> {
@@ -124,7 +125,7 @@ unsafe impl<P: Send> Send for Panels<P> {}
 // SAFETY: as above.
 unsafe impl<P: Sync> Sync for Panels<P> {}
 
-/// How the first row tile packs each whole B panel as it multiplies (`Gemm::fused`): B's
+/// How the row tile at row 0 packs each whole B panel as it multiplies (`Gemm::fused`): B's
 /// element (pc, jc) and row stride, as `Pack::fuse_source` found them, and the block's whole
 /// panels' columns.
 struct Fusing<T, P> {
@@ -206,7 +207,8 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
     /// # Safety
     /// `ap` holds `steps * MR` packed values; `jr` is a multiple of NR below the block's `nc`;
     /// `1 <= mr <= MR` and rows `i..i + mr` lie in a row block of `m` that no other thread
-    /// writes while this block runs.
+    /// writes while this block runs. With `fuse`, the tile at row 0 writes its panel of
+    /// `bpack`: the block runs on this one thread, every row tile after that one.
     unsafe fn tile(&self, ap: &[P], i: usize, jr: usize, mr: usize) {
         let (g, steps) = (self.g, SA::steps(self.kc));
         debug_assert!(
@@ -259,9 +261,10 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             #[cfg(test)]
             FUSED_TILES.with(|n| n.set(n.get() + 1));
             // SAFETY: `t` as for the kernel call below. A fusing block runs on one thread,
-            // where `par::for_each` takes the row blocks in order, the one from row 0 first,
-            // and `rows` its row tiles in order: tile row 0 comes first for each panel and
-            // nothing reads the panel before this call has written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
+            // where `par::for_each` runs the row blocks in order (its documented one-thread
+            // case), the one from row 0 first, and `rows` its row tiles in order: the tile at
+            // row 0 comes first for each panel and nothing reads the panel before this call
+            // has written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
             // lies in its buffer: step s reads rows 2s and (for 2s + 1 < kc, s < kc / 2)
             // 2s + 1 of columns jr.. < jr + 32 <= whole, and writes the panel's steps * NR
             // values, inside `bpack` (checked above).
