@@ -61,6 +61,9 @@ fn check_against(a: &NDArray, b: &NDArray, got: &NDArray, ctx: &str) {
 }
 
 fn kernels() -> Vec<Kernel> {
+    for k in Kernel::ALL.into_iter().filter(|k| !k.is_available()) {
+        eprintln!("note: this CPU lacks {k:?}; that kernel is not exercised here");
+    }
     Kernel::ALL
         .into_iter()
         .filter(|k| k.is_available())
@@ -370,6 +373,49 @@ fn bf16_accumulates_in_f32() {
                 "{kern:?} k={k}: {:?}",
                 f64s(&c)
             );
+        }
+    }
+}
+
+/// Every depth value counts exactly once, in every depth block: B's columns hold up to 250
+/// ones at random depths (always the first and last), A is ones, so each output is its
+/// column's count, exact even in bf16. One term lost or counted twice (at a depth block's
+/// edge, an odd depth's padded pair) changes it; the sums of `bf16_accumulates_in_f32`
+/// round past 256 and could hide a few.
+#[test]
+fn bf16_counts_every_depth_once() {
+    let mut rng = Prng::new(17);
+    for kern in kernels() {
+        for k in [1, 2, 31, 255, 257, 1000, 1023, 1025, 2049, 4100] {
+            let n = 37;
+            let mut b = vec![0.0; k * n];
+            let mut want = vec![0.0; n];
+            for j in 0..n {
+                for p in 0..k {
+                    let random = want[j] < 240.0 && rng.chance(150.0 / k as f64);
+                    if p == 0 || p == k - 1 || random {
+                        b[p * n + j] = 1.0;
+                        want[j] += 1.0;
+                    }
+                }
+            }
+            let a = NDArray::full(&[5, k], 1.0, DType::BF16).unwrap();
+            let b = NDArray::from_vec(b, &[k, n]).unwrap().astype(DType::BF16);
+            for threads in [1, 2] {
+                let c = on_threads(threads, || {
+                    with_kernel(kern, || a.matmul(&b).unwrap()).unwrap()
+                });
+                let got = f64s(&c);
+                for (e, g) in got.iter().enumerate() {
+                    let j = e % n;
+                    assert_eq!(
+                        *g,
+                        want[j],
+                        "{kern:?} k={k}, {threads} threads: ({}, {j})",
+                        e / n
+                    );
+                }
+            }
         }
     }
 }

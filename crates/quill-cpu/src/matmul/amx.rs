@@ -413,8 +413,10 @@ mod tests {
     use super::super::to_bf16;
     use super::*;
 
-    fn bf(x: usize) -> bf16 {
-        bf16::from_f32(x as f32)
+    /// A different bf16 bit pattern for each `e` below 16 000 (all finite): packing moves
+    /// bits, so every misplaced value shows (`bf16::from_f32(e)` repeats values past 256).
+    fn distinct(e: usize) -> bf16 {
+        bf16::from_bits(0x3f80 + e as u16)
     }
 
     /// The A panel holds value (i, p) at `(p / 32) * 32 * mr + i * 32 + p % 32`, zero past the
@@ -423,7 +425,7 @@ mod tests {
     #[test]
     fn pack_a_groups_of_sixteen_pairs() {
         let (m, k) = (40, 75);
-        let data: Vec<bf16> = (0..m * k).map(|e| bf(e + 1)).collect();
+        let data: Vec<bf16> = (0..m * k).map(distinct).collect();
         let value = |i: usize, p: usize| data[i * k + p];
         let mats = [
             Mat::new(&data, 0, k as isize, 1),
@@ -470,7 +472,7 @@ mod tests {
     #[test]
     fn pack_b_pads_whole_groups() {
         let (k, n) = (37, 50);
-        let data: Vec<bf16> = (0..k * n).map(|e| bf(e + 1)).collect();
+        let data: Vec<bf16> = (0..k * n).map(distinct).collect();
         let b = Mat::new(&data, 0, n as isize, 1);
         for (p0, kc, j0, cols) in [(0, 37, 0, 32), (4, 33, 20, 30), (36, 1, 49, 1)] {
             let steps = <bf16 as Pack<TilePair>>::steps(kc);
@@ -543,7 +545,10 @@ mod tests {
                     NR,
                 );
                 for narrowed in [false, true] {
-                    let mut c = vec![3.0f32; 33 * ldc];
+                    // A different exact value in each element: a C tile loaded from or
+                    // stored to the wrong rows or columns shows.
+                    let c0: Vec<f32> = (0..33 * ldc).map(|e| (e % 97) as f32).collect();
+                    let mut c = c0.clone();
                     let mut out = vec![0xBEEFu16; 33 * ldc];
                     let t = Tile {
                         kc: steps,
@@ -570,7 +575,8 @@ mod tests {
                     for i in 0..33 {
                         for j in 0..ldc {
                             let inside = i < mr && j < nr;
-                            let sum = || want(i, j) + if first { 0.0 } else { 3.0 };
+                            let c0 = c0[i * ldc + j];
+                            let sum = || want(i, j) + if first { 0.0 } else { c0 };
                             if narrowed {
                                 // The output gets the rounded sums, C keeps its earlier ones.
                                 let w = if inside {
@@ -580,7 +586,7 @@ mod tests {
                                 };
                                 assert_eq!(out[i * ldc + j], w, "{mr}x{nr} {first}: ({i}, {j})");
                             }
-                            let w = if inside && !narrowed { sum() } else { 3.0 };
+                            let w = if inside && !narrowed { sum() } else { c0 };
                             let at = format!("{mr}x{nr} {first} {narrowed}: C ({i}, {j})");
                             assert_eq!(c[i * ldc + j], w, "{at}");
                         }
