@@ -14,6 +14,7 @@
 //! - [`dtypes`]: `with_dtype!` and the list of every dtype.
 //! - [`device`]: `device_test!`, one test body run on the CPU and (feature `cuda`) on GPU 0.
 //! - [`grads`]: gradient checks of the first and second order.
+//! - [`kernels`]: the CPU matmul kernels a test can run here (`REQUIRE_KERNELS` forbids skips).
 //!
 //! Nothing here calls the code under test to compute an expected value: inputs are built with
 //! `from_vec` / `as_strided` / `Layout::contiguous`, and every result layout is recomputed from
@@ -26,6 +27,7 @@ pub mod device;
 pub mod dtypes;
 pub mod grads;
 pub mod index;
+pub mod kernels;
 pub mod layout_ops;
 pub mod prng;
 pub mod shapes;

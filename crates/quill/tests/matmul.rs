@@ -136,14 +136,7 @@ fn rand(rng: &mut Prng, shape: &[usize], dt: DType) -> NDArray {
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
 
 fn available_kernels() -> Vec<Kernel> {
-    let ks: Vec<Kernel> = Kernel::ALL
-        .into_iter()
-        .filter(|k| k.is_available())
-        .collect();
-    for k in Kernel::ALL.into_iter().filter(|k| !k.is_available()) {
-        eprintln!("note: this CPU lacks {k:?}; that kernel is not exercised here");
-    }
-    ks
+    quill_test_support::kernels::available()
 }
 
 // ------------------------------------------------------------------------------------------

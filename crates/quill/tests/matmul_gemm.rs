@@ -61,13 +61,7 @@ fn check_against(a: &NDArray, b: &NDArray, got: &NDArray, ctx: &str) {
 }
 
 fn kernels() -> Vec<Kernel> {
-    for k in Kernel::ALL.into_iter().filter(|k| !k.is_available()) {
-        eprintln!("note: this CPU lacks {k:?}; that kernel is not exercised here");
-    }
-    Kernel::ALL
-        .into_iter()
-        .filter(|k| k.is_available())
-        .collect()
+    quill_test_support::kernels::available()
 }
 
 /// Runs `f` on a pool of `t` threads.

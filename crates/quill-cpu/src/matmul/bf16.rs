@@ -754,6 +754,11 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn fused_b_packing_matches_packing_first() {
         let Some(g) = select() else {
+            let required = super::super::kernels::required("avx512bf16");
+            assert!(
+                !required,
+                "REQUIRE_KERNELS names avx512bf16; this CPU lacks it"
+            );
             eprintln!("note: no AVX512_BF16 here; the fusing kernel not run");
             return;
         };
@@ -877,6 +882,11 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn narrow_rows_round_like_to_bf16() {
         if !narrows_here() {
+            let required = super::super::kernels::required("avx512bf16");
+            assert!(
+                !required,
+                "REQUIRE_KERNELS names avx512bf16; this CPU lacks it"
+            );
             eprintln!("note: no AVX512_BF16 here; narrow_rows not run");
             return;
         }

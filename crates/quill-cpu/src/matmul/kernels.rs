@@ -100,6 +100,36 @@ impl Kernel {
             .unwrap_or(Kernel::Generic)
     }
 
+    /// Whether the environment variable `REQUIRE_KERNELS` (comma-separated names as
+    /// `QUILL_MATMUL_KERNEL` spells them, plus `avx512bf16` for the bf16 dot-product path)
+    /// names this kernel: tests that would skip it on a CPU without it fail instead, so that
+    /// a run on a machine meant to have it never passes by skipping (as `REQUIRE_CUDA=1` does
+    /// for the GPU).
+    pub fn required(self) -> bool {
+        required(match self {
+            Kernel::Amx => "amx",
+            Kernel::Avx512 => "avx512",
+            Kernel::Avx2 => "avx2",
+            Kernel::Generic => "generic",
+        })
+    }
+
+    /// The kernels this CPU runs, for test suites, each one it lacks noted on stderr; an
+    /// error names one it lacks that `REQUIRE_KERNELS` asks for ([`Kernel::required`]).
+    pub fn testable() -> Result<Vec<Kernel>, String> {
+        let mut here = Vec::new();
+        for k in Kernel::ALL {
+            if k.is_available() {
+                here.push(k);
+            } else if k.required() {
+                return Err(format!("REQUIRE_KERNELS names {k:?}; this CPU lacks it"));
+            } else {
+                eprintln!("note: this CPU lacks {k:?}; that kernel is not exercised here");
+            }
+        }
+        Ok(here)
+    }
+
     pub fn parse(s: &str) -> Option<Kernel> {
         match s.to_ascii_lowercase().as_str() {
             "amx" => Some(Kernel::Amx),
@@ -109,6 +139,12 @@ impl Kernel {
             _ => None,
         }
     }
+}
+
+/// Whether `REQUIRE_KERNELS` names `name` (see [`Kernel::required`]).
+pub fn required(name: &str) -> bool {
+    std::env::var("REQUIRE_KERNELS")
+        .is_ok_and(|v| v.split(',').any(|s| s.trim().eq_ignore_ascii_case(name)))
 }
 
 /// Stamps a SIMD micro-kernel family: `R` rows (at most `$mr`, the packed A panel's height) by
