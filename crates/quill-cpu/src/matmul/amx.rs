@@ -506,11 +506,8 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn kernel_full_and_edge_tiles() {
         if !available() {
-            assert!(
-                !Kernel::Amx.required(),
-                "REQUIRE_KERNELS names amx; AMX is not usable"
-            );
-            eprintln!("note: no AMX here (or Linux refused the tile state); kernel not run");
+            // Also where Linux refused the tile state.
+            super::super::kernels::skip("amx", "the AMX kernel");
             return;
         }
         let (m, k, n) = (32, 100, 32);

@@ -142,9 +142,20 @@ impl Kernel {
 }
 
 /// Whether `REQUIRE_KERNELS` names `name` (see [`Kernel::required`]).
-pub fn required(name: &str) -> bool {
+fn required(name: &str) -> bool {
     std::env::var("REQUIRE_KERNELS")
         .is_ok_and(|v| v.split(',').any(|s| s.trim().eq_ignore_ascii_case(name)))
+}
+
+/// For a test about to skip the path `name` (as `REQUIRE_KERNELS` spells it) that this CPU
+/// lacks: fails when `REQUIRE_KERNELS` names it, else notes `what` was not run.
+#[cfg(test)]
+pub(crate) fn skip(name: &str, what: &str) {
+    assert!(
+        !required(name),
+        "REQUIRE_KERNELS names {name}; this CPU lacks it"
+    );
+    eprintln!("note: no {name} here; {what} not run");
 }
 
 /// Stamps a SIMD micro-kernel family: `R` rows (at most `$mr`, the packed A panel's height) by

@@ -30,7 +30,7 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 
 pub use cache::CacheSizes;
-pub use kernels::{required, Kernel};
+pub use kernels::Kernel;
 // The fused attention kernel runs its tile products through the same single-threaded GEMM.
 pub(crate) use gemm::{select_f32, select_f64};
 pub(crate) use pack::{Cvt, Mat, Pack};
