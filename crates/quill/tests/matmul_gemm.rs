@@ -371,7 +371,7 @@ fn bf16_accumulates_in_f32() {
     }
 }
 
-/// Every depth value counts exactly once, in every depth block: B's columns hold at most 242
+/// Every depth value counts exactly once, in every depth block: B's columns hold at most 241
 /// ones at random depths (always the first and last), A is ones, so each output is its
 /// column's count, exact even in bf16. One term lost or counted twice (at a depth block's
 /// edge, an odd depth's padded pair) changes it; the sums of `bf16_accumulates_in_f32`

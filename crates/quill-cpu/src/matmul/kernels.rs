@@ -106,12 +106,17 @@ impl Kernel {
     /// a run on a machine meant to have it never passes by skipping (as `REQUIRE_CUDA=1` does
     /// for the GPU).
     pub fn required(self) -> bool {
-        required(match self {
+        required(self.name())
+    }
+
+    /// The kernel's name as `QUILL_MATMUL_KERNEL` and `REQUIRE_KERNELS` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
             Kernel::Amx => "amx",
             Kernel::Avx512 => "avx512",
             Kernel::Avx2 => "avx2",
             Kernel::Generic => "generic",
-        })
+        }
     }
 
     /// The kernels this CPU runs, for test suites, each one it lacks noted on stderr; an
@@ -122,22 +127,18 @@ impl Kernel {
             if k.is_available() {
                 here.push(k);
             } else if k.required() {
-                return Err(format!("REQUIRE_KERNELS names {k:?}; this CPU lacks it"));
+                return Err(lacks(k.name()));
             } else {
-                eprintln!("note: this CPU lacks {k:?}; that kernel is not exercised here");
+                eprintln!("note: no {} here; that kernel is not exercised", k.name());
             }
         }
         Ok(here)
     }
 
     pub fn parse(s: &str) -> Option<Kernel> {
-        match s.to_ascii_lowercase().as_str() {
-            "amx" => Some(Kernel::Amx),
-            "avx512" => Some(Kernel::Avx512),
-            "avx2" => Some(Kernel::Avx2),
-            "generic" => Some(Kernel::Generic),
-            _ => None,
-        }
+        Kernel::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
     }
 }
 
@@ -147,14 +148,16 @@ fn required(name: &str) -> bool {
         .is_ok_and(|v| v.split(',').any(|s| s.trim().eq_ignore_ascii_case(name)))
 }
 
+/// The failure of a run whose `REQUIRE_KERNELS` names `name`, which this CPU lacks.
+fn lacks(name: &str) -> String {
+    format!("REQUIRE_KERNELS names {name}; this CPU lacks it")
+}
+
 /// For a test about to skip the path `name` (as `REQUIRE_KERNELS` spells it) that this CPU
 /// lacks: fails when `REQUIRE_KERNELS` names it, else notes `what` was not run.
 #[cfg(test)]
 pub(crate) fn skip(name: &str, what: &str) {
-    assert!(
-        !required(name),
-        "REQUIRE_KERNELS names {name}; this CPU lacks it"
-    );
+    assert!(!required(name), "{}", lacks(name));
     eprintln!("note: no {name} here; {what} not run");
 }
 

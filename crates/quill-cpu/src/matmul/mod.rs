@@ -371,6 +371,25 @@ fn half_float<H: Pack<P>, P: bytemuck::Pod + Send + Sync>(
 
 #[cfg(test)]
 mod tests {
+    use super::Kernel;
+
+    /// The one name table serves both ways: each kernel's name parses back to it in any case,
+    /// the names differ, and other words (or an empty one) parse to nothing.
+    #[test]
+    fn kernel_names_round_trip() {
+        for k in Kernel::ALL {
+            assert_eq!(Kernel::parse(k.name()), Some(k));
+            assert_eq!(Kernel::parse(&k.name().to_ascii_uppercase()), Some(k));
+        }
+        let mut names: Vec<_> = Kernel::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Kernel::ALL.len());
+        for bad in ["", "avx", "avx5122", "sse"] {
+            assert_eq!(Kernel::parse(bad), None, "{bad:?}");
+        }
+    }
+
     /// `to_bf16` agrees with `half`'s conversion bit for bit on ties, carries into the
     /// exponent, overflow to infinity, subnormals, zeros, infinities and NaNs, and a sweep.
     #[test]
