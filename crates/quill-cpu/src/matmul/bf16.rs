@@ -122,28 +122,11 @@ impl Pack<u32> for bf16 {
         }
     }
 
-    fn fuse_source(b: &Mat<bf16>, [p0, kc, j0, cols]: [usize; 4]) -> Option<(*const u16, isize)> {
-        if b.cs != 1 || kc == 0 || cols == 0 || !wide_pairs() {
+    fn fuse_source(b: &Mat<bf16>, block: [usize; 4]) -> Option<(*const u8, isize)> {
+        if !wide_pairs() {
             return None;
         }
-        let at = |p: usize, j: usize| b.at_signed(p0 + p, j0 + j);
-        // An element's index is linear in (p, j), so if the box's corners lie in the buffer,
-        // every element does.
-        let corners = [
-            at(0, 0),
-            at(kc - 1, 0),
-            at(0, cols - 1),
-            at(kc - 1, cols - 1),
-        ];
-        if !corners
-            .iter()
-            .all(|&i| (0..b.data.len() as isize).contains(&i))
-        {
-            return None;
-        }
-        // From the buffer's start, not a slice from the corner: with reversed rows the kernel
-        // reads below that corner.
-        Some((b.data.as_ptr().wrapping_offset(at(0, 0)).cast(), b.rs))
+        super::pack::rows_in_place(b, block)
     }
 
     fn pack_b_block(

@@ -287,16 +287,19 @@ pub(crate) fn select_f32() -> Gemm<f32> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 | Kernel::Amx => {
-            Gemm::derived(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1).with_stamps(stamps!(
-                kernels::avx512_f32,
-                12,
-                16,
-                half kernels::avx512_f32_half
-            ))
+            Gemm::derived(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1)
+                .with_stamps(stamps!(
+                    kernels::avx512_f32,
+                    12,
+                    16,
+                    half kernels::avx512_f32_half
+                ))
+                .with_fused(kernels::avx512_f32_fused)
         }
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false, 6, 2>, 6, 16, 1)
-            .with_stamps(stamps!(kernels::avx2_f32, 6, 8)),
+            .with_stamps(stamps!(kernels::avx2_f32, 6, 8))
+            .with_fused(kernels::avx2_f32_fused),
         _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
             .with_direct(kernels::generic::<f32, 4, 16, true>),
     }

@@ -52,7 +52,13 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     let whole = nc / nr * nr;
                     let fuse = match self.fused {
                         Some(k) if threads == 1 && direct == 0 && whole > 0 => {
-                            SB::fuse_source(b, [pc, kc, jc, whole]).map(|(src, rs)| (k, src, rs))
+                            SB::fuse_source(b, [pc, kc, jc, whole]).map(|(src, rs)| Fusing {
+                                kernel: k,
+                                src,
+                                rs,
+                                col: size_of::<SB>(),
+                                whole,
+                            })
                         }
                         _ => None,
                     };
@@ -78,12 +84,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                             ptr: bp.as_mut_ptr(),
                             len: bp.len(),
                         },
-                        fuse: fuse.map(|(kernel, src, rs)| Fusing {
-                            kernel,
-                            src,
-                            rs,
-                            whole,
-                        }),
+                        fuse,
                         b_in_place: in_place.map(|d| (d, b.at_signed(pc, jc), b.rs)),
                         direct,
                         a,
@@ -126,12 +127,13 @@ unsafe impl<P: Send> Send for Panels<P> {}
 unsafe impl<P: Sync> Sync for Panels<P> {}
 
 /// How the row tile at row 0 packs each whole B panel as it multiplies (`Gemm::fused`): B's
-/// element (pc, jc) and row stride, as `Pack::fuse_source` found them, and the block's whole
-/// panels' columns.
+/// element (pc, jc) and row stride in bytes, as `Pack::fuse_source` found them, the bytes of
+/// one of B's values, and the block's whole panels' columns.
 struct Fusing<T, P> {
     kernel: FusedKernel<T, P>,
-    src: *const u16,
+    src: *const u8,
     rs: isize,
+    col: usize,
     whole: usize,
 }
 
@@ -252,10 +254,10 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
         };
         if let Some(f) = self.fuse.as_ref().filter(|f| i == 0 && jr < f.whole) {
             let fuse = Fuse {
-                src: f.src.wrapping_add(jr),
+                src: f.src.wrapping_add(jr * f.col),
                 rs: f.rs,
-                // A fusing kernel packs pairs (`Fuse`): steps with both rows.
-                whole: self.kc / 2,
+                // Steps all of whose DEPTH rows lie in the block (`Fuse`).
+                whole: self.kc / g.depth,
                 out: self.bpack.ptr.wrapping_add((jr - self.direct) * steps),
             };
             #[cfg(test)]
@@ -265,9 +267,10 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
             // case), the one from row 0 first, and `rows` its row tiles in order: the tile at
             // row 0 comes first for each panel and nothing reads the panel before this call
             // has written it. `fuse_source` checked that the kc x whole box of B from (pc, jc)
-            // lies in its buffer: step s reads rows 2s and (for 2s + 1 < kc, s < kc / 2)
-            // 2s + 1 of columns jr.. < jr + 32 <= whole, and writes the panel's steps * NR
-            // values, inside `bpack` (checked above).
+            // lies in its buffer: step s reads rows DEPTH * s.. of it (those below kc: all
+            // DEPTH of them for s < kc / DEPTH) at columns jr.. < jr + NR <= whole, and
+            // writes the panel's steps * NR values, inside `bpack` (checked above). The tile
+            // is a full NR wide, as a fusing kernel needs.
             unsafe { (f.kernel)(&t, &fuse) };
             return;
         }

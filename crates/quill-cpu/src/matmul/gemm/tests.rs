@@ -226,6 +226,7 @@ fn tiny_blocks_every_loop() {
         let tiny_g = Gemm {
             direct: g.direct,
             stamps: g.stamps,
+            fused: g.fused,
             ..Gemm::for_steps(g.kernel, g.mr, g.nr, 1, 32, tiny)
         };
         // Also blocks of several row tiles and panels, whose row tiles sweep runs of two
@@ -306,5 +307,83 @@ fn tiny_blocks_every_loop() {
                 }
             }
         }
+    }
+}
+
+/// Products through the f32 fusing kernels (`Gemm::fused`: the row tile at row 0 packs each
+/// whole B panel as it multiplies) match the same GEMM packing B first bit for bit, two
+/// threads (stripes or a shared pack) too, and a naive f64 product: odd depths, two depth
+/// blocks, one and three row blocks, partial last panels, B at an odd offset, with reversed
+/// rows, or transposed. On one thread the fusing kernel runs once per whole panel and depth
+/// block exactly where B's rows are contiguous, less than a page apart and packed (more than
+/// `IN_PLACE_ROWS` rows); never for rows a page apart, which `pack_b_block` reads in row
+/// groups, two column blocks among them.
+#[test]
+fn fused_f32_packing_matches_packing_first() {
+    let mut fusing = 0;
+    for kern in Kernel::testable().unwrap() {
+        let g = super::super::with_kernel(kern, select_f32).unwrap();
+        if g.fused.is_none() {
+            continue;
+        }
+        fusing += 1;
+        let [_, nr, kc, mc, nc] = g.sizes();
+        let rows = IN_PLACE_ROWS + 1;
+        // Each through the loop nest: deeper than KC, wider than NC or more than a
+        // million multiply-adds (smaller products read A in place, `unpacked_a`).
+        for (m, k, n) in [
+            (rows, kc + 37, 45),
+            (rows + 8, 2 * kc + 1, 3 * nr),
+            (2 * mc + 7, 33, 100),
+            // Rows 4 KiB apart, then a second column block: packed in row groups.
+            (rows, kc + 1, 1024),
+            (rows, 5, nc + 45),
+        ] {
+            let (a, data) = (values(8, m * k + 3), values(9, k * (n + 3) + 1));
+            let a = Mat::new(&a, 3, k as isize, 1);
+            let bs = [
+                (Mat::new(&data, 0, n as isize, 1), "row-major"),
+                (Mat::new(&data, 1, n as isize + 3, 1), "odd offset"),
+                (
+                    Mat::new(&data, (k - 1) * n, -(n as isize), 1),
+                    "reversed rows",
+                ),
+                (Mat::new(&data, 0, 1, k as isize), "transposed"),
+            ];
+            for (b, what) in &bs {
+                let case = format!("{kern:?} {m}x{k}x{n}, B {what}");
+                let run = |g: &Gemm<f32>, threads: usize| {
+                    let mut c = vec![f32::NAN; m * n];
+                    g.run([m, n, k], &a, b, &mut c, threads);
+                    c.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                };
+                let before = FUSED_TILES.with(|n| n.get());
+                let fused = run(&g, 1);
+                let tiles = FUSED_TILES.with(|n| n.get()) - before;
+                let page = b.rs.unsigned_abs() * size_of::<f32>() >= 4096;
+                let want = if b.cs == 1 && !page {
+                    n / nr * g.depth_blocks(k)
+                } else {
+                    0
+                };
+                assert_eq!(tiles, want, "{case}: fused tiles");
+                // The first differing element, not two whole products in the message.
+                let differs = |other: Vec<u32>| fused.iter().zip(&other).position(|(x, y)| x != y);
+                assert_eq!(differs(run(&g.without_fused(), 1)), None, "{case}");
+                assert_eq!(differs(run(&g, 2)), None, "{case}, two threads");
+                for (e, x) in fused.iter().enumerate() {
+                    let (i, j) = (e / n, e % n);
+                    let w: f64 = (0..k)
+                        .map(|p| a.get(i, p) as f64 * b.get(p, j) as f64)
+                        .sum();
+                    let x = f32::from_bits(*x) as f64;
+                    let tol = 2.0 * (k as f64 + 1.0) * f32::EPSILON as f64;
+                    assert!((x - w).abs() <= tol, "{case}: element {e}: {x} vs {w}");
+                }
+            }
+        }
+    }
+    if fusing == 0 {
+        kernels::skip("avx2", "the f32 fusing kernels");
     }
 }
