@@ -70,8 +70,10 @@ pub(crate) struct Gemm<T, P = T> {
     /// (`Tile::narrow`), so a bf16 product needs no separate pass over an f32 result.
     narrows: bool,
     /// The same kernel packing its B panel as it goes, for a one-thread product (or stripe)
-    /// whose B its packing can read in place (`Pack::fuse_source`).
+    /// whose B its packing can read in place (`Pack::fuse_source`) with rows fewer than
+    /// `fuse_below` bytes apart.
     fused: Option<FusedKernel<T, P>>,
+    fuse_below: usize,
 }
 
 impl<T, P> Gemm<T, P> {
@@ -133,6 +135,7 @@ impl<T, P> Gemm<T, P> {
             stamps: None,
             narrows: false,
             fused: None,
+            fuse_below: 0,
         }
     }
 
@@ -182,10 +185,12 @@ impl<T, P> Gemm<T, P> {
         }
     }
 
-    /// This GEMM with `k` as its fusing kernel (`Gemm::fused`).
-    pub(crate) fn with_fused(self, k: FusedKernel<T, P>) -> Self {
+    /// This GEMM with `k` as its fusing kernel (`Gemm::fused`), for B's rows fewer than
+    /// `below` bytes apart.
+    pub(crate) fn with_fused(self, k: FusedKernel<T, P>, below: usize) -> Self {
         Gemm {
             fused: Some(k),
+            fuse_below: below,
             ..self
         }
     }
@@ -294,12 +299,16 @@ pub(crate) fn select_f32() -> Gemm<f32> {
                     16,
                     half kernels::avx512_f32_half
                 ))
-                .with_fused(kernels::avx512_f32_fused)
+                .with_fused(kernels::avx512_f32_fused, usize::MAX)
         }
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false, 6, 2>, 6, 16, 1)
             .with_stamps(stamps!(kernels::avx2_f32, 6, 8))
-            .with_fused(kernels::avx2_f32_fused),
+            // Rows a page or more apart defeat the prefetchers; from them the fusing
+            // kernel's 12 FMAs a step could not hide its loads of B (on a Zen 4, one thread,
+            // 64 x 1024 @ 1024 x 1024 ran 0.95x, 1024^3 0.97x), where `pack_b_block`'s row
+            // groups read B at full speed. AVX-512's 24 a step hid them (1.00-1.09x).
+            .with_fused(kernels::avx2_f32_fused, super::pack::ROW_GROUP_STRIDE),
         _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
             .with_direct(kernels::generic::<f32, 4, 16, true>),
     }

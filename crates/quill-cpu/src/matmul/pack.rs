@@ -246,7 +246,7 @@ pub(crate) fn rows_in_place<S>(
 /// 2 and 4 rows were slower than 16, and a row at a time (every panel per row) 0.76-0.91x.
 const ROW_GROUP: usize = 8;
 /// Bytes between B's rows from which the row-group order is used.
-const ROW_GROUP_STRIDE: usize = 4096;
+pub(crate) const ROW_GROUP_STRIDE: usize = 4096;
 
 impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     const DEPTH: usize = 1;
@@ -261,13 +261,9 @@ impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     fn pack_b(dst: &mut [T], b: &Mat<S>, p0: usize, kc: usize, j0: usize, cols: usize, nr: usize) {
         pack_b(dst, b, p0, kc, j0, cols, nr)
     }
-    /// Values that need no conversion, rows less than a page apart: from rows a page or more
-    /// apart, which defeat the prefetchers, the fusing kernel read B slower than
-    /// `pack_b_block`'s row groups (on a Zen 4, AVX2, one thread, 1024^3 ran 0.95-0.98x).
+    /// Values that need no conversion.
     fn fuse_source(b: &Mat<S>, block: [usize; 4]) -> Option<(*const u8, isize)> {
-        if S::same(b.data).is_none() || b.rs.unsigned_abs() * size_of::<S>() >= ROW_GROUP_STRIDE {
-            return None;
-        }
+        S::same(b.data)?;
         rows_in_place(b, block)
     }
     fn pack_b_block(

@@ -51,7 +51,12 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     // partial last panel is packed here.
                     let whole = nc / nr * nr;
                     let fuse = match self.fused {
-                        Some(k) if threads == 1 && direct == 0 && whole > 0 => {
+                        Some(k)
+                            if threads == 1
+                                && direct == 0
+                                && whole > 0
+                                && b.rs.unsigned_abs() * size_of::<SB>() < self.fuse_below =>
+                        {
                             SB::fuse_source(b, [pc, kc, jc, whole]).map(|(src, rs)| Fusing {
                                 kernel: k,
                                 src,

@@ -227,6 +227,7 @@ fn tiny_blocks_every_loop() {
             direct: g.direct,
             stamps: g.stamps,
             fused: g.fused,
+            fuse_below: g.fuse_below,
             ..Gemm::for_steps(g.kernel, g.mr, g.nr, 1, 32, tiny)
         };
         // Also blocks of several row tiles and panels, whose row tiles sweep runs of two
@@ -315,9 +316,9 @@ fn tiny_blocks_every_loop() {
 /// threads (stripes or a shared pack) too, and a naive f64 product: odd depths, two depth
 /// blocks, one and three row blocks, partial last panels, B at an odd offset, with reversed
 /// rows, or transposed. On one thread the fusing kernel runs once per whole panel and depth
-/// block exactly where B's rows are contiguous, less than a page apart and packed (more than
-/// `IN_PLACE_ROWS` rows); never for rows a page apart, which `pack_b_block` reads in row
-/// groups, two column blocks among them.
+/// block exactly where B's rows are contiguous, fewer than `fuse_below` bytes apart (AVX2: a
+/// page; rows 4 KiB apart and two column blocks reach it) and packed (more than
+/// `IN_PLACE_ROWS` rows).
 #[test]
 fn fused_f32_packing_matches_packing_first() {
     let mut fusing = 0;
@@ -335,7 +336,7 @@ fn fused_f32_packing_matches_packing_first() {
             (rows, kc + 37, 45),
             (rows + 8, 2 * kc + 1, 3 * nr),
             (2 * mc + 7, 33, 100),
-            // Rows 4 KiB apart, then a second column block: packed in row groups.
+            // Rows 4 KiB apart, then a second column block.
             (rows, kc + 1, 1024),
             (rows, 5, nc + 45),
         ] {
@@ -360,8 +361,8 @@ fn fused_f32_packing_matches_packing_first() {
                 let before = FUSED_TILES.with(|n| n.get());
                 let fused = run(&g, 1);
                 let tiles = FUSED_TILES.with(|n| n.get()) - before;
-                let page = b.rs.unsigned_abs() * size_of::<f32>() >= 4096;
-                let want = if b.cs == 1 && !page {
+                let near = b.rs.unsigned_abs() * size_of::<f32>() < g.fuse_below;
+                let want = if b.cs == 1 && near {
                     n / nr * g.depth_blocks(k)
                 } else {
                     0
