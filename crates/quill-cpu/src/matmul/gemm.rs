@@ -13,7 +13,9 @@
 //! skip the nest: B is packed whole and a direct kernel reads A through its strides. Products
 //! with few rows (up to 36) read a unit-stride B in place instead of packing it. A kernel that
 //! narrows (bf16: AMX, `vdpbf16ps`) writes its last depth block's tiles straight to the bf16
-//! result; C then only carries sums between depth blocks.
+//! result; C then only carries sums between depth blocks. A kernel with a fusing form
+//! (`Gemm::fused`: AVX2 and AVX-512 f32, `vdpbf16ps`) packs B's panels itself on one thread,
+//! as the first row tile multiplies them.
 //! The SIMD kernels come in shorter and narrower stampings (`Stamps`: thirds of MR, one or
 //! two vectors) for a matrix's last row tile and column panel, so an edge costs about what it
 //! computes, and threads' shares of rows need only be multiples of the shortest stamping.
