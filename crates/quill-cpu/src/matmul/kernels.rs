@@ -32,9 +32,9 @@ pub(crate) struct Tile<T, P = T> {
 
 /// What a fusing kernel (`Gemm::fused`) needs to pack its B panel itself while it multiplies:
 /// step `s` reads the `DEPTH` rows of B (1 for f32 and f64; 2 for bf16, which it pairs) from
-/// byte `src + DEPTH * s * rs` on, a row `rs` bytes after the one before (the rows of steps
-/// `s >= whole` past the first only zero), `NR` source values each, and stores the step at
-/// `out + s * NR`, the panel the later row tiles then read.
+/// byte `src + DEPTH * s * rs` on, each row `rs` bytes after the one before, `NR` source
+/// values each (steps `s >= whole` read only their first row and take the others as zero),
+/// and stores the step at `out + s * NR`, the panel the later row tiles then read.
 pub(crate) struct Fuse<P> {
     pub src: *const u8,
     pub rs: isize,
