@@ -317,8 +317,8 @@ fn tiny_blocks_every_loop() {
 /// blocks, one and three row blocks, partial last panels, B at an odd offset, with reversed
 /// rows, or transposed. On one thread the fusing kernel runs once per whole panel and depth
 /// block exactly where B's rows are contiguous, fewer than `fuse_below` bytes apart (AVX2: a
-/// page; rows 4 KiB apart and two column blocks reach it) and packed (more than
-/// `IN_PLACE_ROWS` rows).
+/// page; rows 4 KiB apart and two column blocks reach it) and packed, not read in place
+/// (`b_in_place`: few rows, rows that allow it); five rows fuse as an edge tile.
 #[test]
 fn fused_f32_packing_matches_packing_first() {
     let mut fusing = 0;
@@ -338,6 +338,9 @@ fn fused_f32_packing_matches_packing_first() {
             (2 * mc + 7, 33, 100),
             // Rows 4 KiB apart, then a second column block.
             (rows, kc + 1, 1024),
+            // Fewer rows than a tile: B is read in place where its rows allow (never
+            // fused), else packed (fused by a kernel that fuses page-apart rows).
+            (5, kc + 1, 1024),
             (rows, 5, nc + 45),
         ] {
             let (a, data) = (values(8, m * k + 3), values(9, k * (n + 3) + 1));
@@ -362,7 +365,8 @@ fn fused_f32_packing_matches_packing_first() {
                 let fused = run(&g, 1);
                 let tiles = FUSED_TILES.with(|n| n.get()) - before;
                 let near = b.rs.unsigned_abs() * size_of::<f32>() < g.fuse_below;
-                let want = if b.cs == 1 && near {
+                let packed = g.b_in_place(m, [k, n], b).is_none();
+                let want = if b.cs == 1 && near && packed {
                     n / nr * g.depth_blocks(k)
                 } else {
                     0
