@@ -762,15 +762,7 @@ mod tests {
             (13, 2, nc + 45),
         ] {
             let a = Mat::new(&data, 3, k as isize, 1);
-            let bs: [(Mat<bf16>, &str); 4] = [
-                (Mat::new(&data, 0, n as isize, 1), "row-major"),
-                (Mat::new(&data, 1, n as isize + 3, 1), "odd offset"),
-                (
-                    Mat::new(&data, (k - 1) * n, -(n as isize), 1),
-                    "reversed rows",
-                ),
-                (Mat::new(&data, 0, 1, k as isize), "transposed"),
-            ];
+            let bs = super::super::pack::b_layouts(&data, k, n);
             for (b, what) in &bs {
                 let run = |g: &Gemm<f32, u32>, threads: usize| {
                     let (mut c, mut out) = (vec![0f32; m * n], vec![0u16; m * n]);

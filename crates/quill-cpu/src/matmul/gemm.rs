@@ -703,13 +703,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     ) {
         let (mr, nr) = (self.mr, self.nr);
         debug_assert!(SA::DEPTH == 1 && k <= self.kc && n <= self.nc && m > 0);
-        // An element's index is linear in (i, p), so if the four corners of the m x k box lie
-        // in the buffer, every element does (a layout that passed its checks always does).
-        let at = |i: usize, p: usize| a.at_signed(i, p);
+        // A layout that passed its checks always lies in its buffer (`ad` is A's buffer).
         assert!(
-            [at(0, 0), at(m - 1, 0), at(0, k - 1), at(m - 1, k - 1)]
-                .iter()
-                .all(|x| (0..ad.len() as isize).contains(x)),
+            ad.len() == a.data.len() && a.holds([0, 0], [m, k]),
             "gemm: A's strides leave its buffer"
         );
         // A row-major B's full panels are read where they lie, only a partial last one is
@@ -724,7 +720,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                 SB::pack_b_block(bp, b, 0, k, whole, n - whole, nr);
                 for ir in (0..m).step_by(mr) {
                     // A pointer of the whole slice, since negative strides reach below row ir.
-                    let arow = ad.as_ptr().wrapping_offset(at(ir, 0));
+                    let arow = ad.as_ptr().wrapping_offset(a.at_signed(ir, 0));
                     for jr in (0..n).step_by(nr) {
                         let (bptr, bs) = match in_place {
                             // Derived from the whole buffer: a negative row stride reaches below.
@@ -793,13 +789,8 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             return None;
         }
         let data = SB::direct(b.data)?;
-        // An element's index is linear in (p, j), so if the corners of the k x n box lie in
-        // the buffer, every element does (a layout that passed its checks always does).
-        let at = |p: usize, j: usize| b.at_signed(p, j);
-        let inside = [at(0, 0), at(k - 1, 0), at(0, n - 1), at(k - 1, n - 1)]
-            .iter()
-            .all(|x| (0..data.len() as isize).contains(x));
-        inside.then_some(data)
+        // A layout that passed its checks always lies in its buffer.
+        b.holds([0, 0], [k, n]).then_some(data)
     }
 }
 

@@ -82,6 +82,18 @@ impl<'a, S> Mat<'a, S> {
     pub fn at_signed(&self, i: usize, j: usize) -> isize {
         self.off as isize + i as isize * self.rs + j as isize * self.cs
     }
+    /// Whether every element of the `rows x cols` box from element `(i0, j0)` lies in the
+    /// buffer (an empty box does). An element's index is linear in (i, j), so it is enough
+    /// that the box's corners do.
+    pub fn holds(&self, [i0, j0]: [usize; 2], [rows, cols]: [usize; 2]) -> bool {
+        if rows == 0 || cols == 0 {
+            return true;
+        }
+        let (i1, j1) = (i0 + rows - 1, j0 + cols - 1);
+        [(i0, j0), (i1, j0), (i0, j1), (i1, j1)]
+            .iter()
+            .all(|&(i, j)| (0..self.data.len() as isize).contains(&self.at_signed(i, j)))
+    }
     /// The submatrix whose (0, 0) is element (i, j) of this one (which must exist).
     pub fn shifted(&self, i: usize, j: usize) -> Self {
         Mat {
@@ -214,28 +226,29 @@ pub(crate) fn rows_in_place<S>(
     b: &Mat<S>,
     [p0, kc, j0, cols]: [usize; 4],
 ) -> Option<(*const u8, isize)> {
-    if b.cs != 1 || kc == 0 || cols == 0 {
-        return None;
-    }
-    let at = |p: usize, j: usize| b.at_signed(p0 + p, j0 + j);
-    // An element's index is linear in (p, j), so if the box's corners lie in the buffer,
-    // every element does.
-    let corners = [
-        at(0, 0),
-        at(kc - 1, 0),
-        at(0, cols - 1),
-        at(kc - 1, cols - 1),
-    ];
-    if !corners
-        .iter()
-        .all(|&i| (0..b.data.len() as isize).contains(&i))
-    {
+    if b.cs != 1 || kc == 0 || cols == 0 || !b.holds([p0, j0], [kc, cols]) {
         return None;
     }
     // From the buffer's start, not a slice from the corner: with reversed rows the kernel
     // reads below that corner.
-    let at = b.data.as_ptr().wrapping_offset(at(0, 0)).cast();
+    let at = b.data.as_ptr().wrapping_offset(b.at_signed(p0, j0)).cast();
     Some((at, b.rs * size_of::<S>() as isize))
+}
+
+/// For tests: the layouts every path that reads B must take, as `k x n` views of `data`
+/// (at least `k * (n + 3) + 1` values): row-major, at an odd offset with padded rows, with
+/// reversed rows (row p at row k - 1 - p), and transposed (each column contiguous).
+#[cfg(test)]
+pub(crate) fn b_layouts<S>(data: &[S], k: usize, n: usize) -> [(Mat<'_, S>, &'static str); 4] {
+    [
+        (Mat::new(data, 0, n as isize, 1), "row-major"),
+        (Mat::new(data, 1, n as isize + 3, 1), "odd offset"),
+        (
+            Mat::new(data, (k - 1) * n, -(n as isize), 1),
+            "reversed rows",
+        ),
+        (Mat::new(data, 0, 1, k as isize), "transposed"),
+    ]
 }
 
 /// Steps a row-major B block is packed in, across all its panels at once: a panel by itself
@@ -485,6 +498,42 @@ pub(super) fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Mat::holds` against checking every element of the box: row-major, reversed rows and
+    /// columns, an offset, boxes that reach one past either end of the buffer, empty boxes.
+    #[test]
+    fn holds_matches_every_element() {
+        let data = [0u8; 12];
+        let mats = [
+            Mat::new(&data, 0, 4, 1),
+            Mat::new(&data, 11, -4, -1),
+            Mat::new(&data, 2, 3, 1),
+            Mat::new(&data, 8, -4, 1),
+        ];
+        for m in &mats {
+            for (i0, j0, rows, cols) in [
+                (0, 0, 3, 4),
+                (0, 0, 4, 1),
+                (0, 0, 1, 5),
+                (1, 1, 2, 3),
+                (2, 3, 1, 1),
+                (3, 0, 1, 1),
+                (0, 0, 0, 9),
+                (9, 9, 3, 0),
+            ] {
+                let every = (0..rows)
+                    .all(|i| (0..cols).all(|j| (0..12).contains(&m.at_signed(i0 + i, j0 + j))));
+                assert_eq!(
+                    m.holds([i0, j0], [rows, cols]),
+                    every,
+                    "off {} rs {} cs {}: box {rows}x{cols} at ({i0}, {j0})",
+                    m.off,
+                    m.rs,
+                    m.cs
+                );
+            }
+        }
+    }
 
     /// `pack_b_block` against the panel layout's definition (`dst[q][kk * nr + j] =
     /// b[p0 + kk, j0 + q * nr + j]`, zero past the last column), for row-major B with rows a

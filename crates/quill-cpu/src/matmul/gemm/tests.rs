@@ -345,15 +345,7 @@ fn fused_f32_packing_matches_packing_first() {
         ] {
             let (a, data) = (values(8, m * k + 3), values(9, k * (n + 3) + 1));
             let a = Mat::new(&a, 3, k as isize, 1);
-            let bs = [
-                (Mat::new(&data, 0, n as isize, 1), "row-major"),
-                (Mat::new(&data, 1, n as isize + 3, 1), "odd offset"),
-                (
-                    Mat::new(&data, (k - 1) * n, -(n as isize), 1),
-                    "reversed rows",
-                ),
-                (Mat::new(&data, 0, 1, k as isize), "transposed"),
-            ];
+            let bs = super::super::pack::b_layouts(&data, k, n);
             for (b, what) in &bs {
                 let case = format!("{kern:?} {m}x{k}x{n}, B {what}");
                 let run = |g: &Gemm<f32>, threads: usize| {
