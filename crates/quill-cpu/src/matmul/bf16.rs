@@ -395,7 +395,7 @@ pub(crate) fn select() -> Option<Gemm<f32, u32>> {
         return Some(
             Gemm::derived(avx512bf16, 12, 32, 2)
                 .with_narrow()
-                .with_fused(avx512bf16_fused, usize::MAX),
+                .with_fused(avx512bf16_fused, usize::MAX, usize::MAX),
         );
     }
     None

@@ -76,6 +76,9 @@ pub(crate) struct Gemm<T, P = T> {
     /// `fuse_below` bytes apart.
     fused: Option<FusedKernel<T, P>>,
     fuse_below: usize,
+    /// Rows of A from which a one-thread product that would read B in place (`b_in_place`)
+    /// has the fusing kernel pack it instead (`Gemm::fuses_few_rows`).
+    fuse_rows: usize,
 }
 
 impl<T, P> Gemm<T, P> {
@@ -138,6 +141,7 @@ impl<T, P> Gemm<T, P> {
             narrows: false,
             fused: None,
             fuse_below: 0,
+            fuse_rows: usize::MAX,
         }
     }
 
@@ -188,11 +192,13 @@ impl<T, P> Gemm<T, P> {
     }
 
     /// This GEMM with `k` as its fusing kernel (`Gemm::fused`), for B's rows fewer than
-    /// `below` bytes apart.
-    pub(crate) fn with_fused(self, k: FusedKernel<T, P>, below: usize) -> Self {
+    /// `below` bytes apart, and for B that a product of at least `rows` rows would otherwise
+    /// read in place (`usize::MAX`: never).
+    pub(crate) fn with_fused(self, k: FusedKernel<T, P>, below: usize, rows: usize) -> Self {
         Gemm {
             fused: Some(k),
             fuse_below: below,
+            fuse_rows: rows,
             ..self
         }
     }
@@ -301,7 +307,9 @@ pub(crate) fn select_f32() -> Gemm<f32> {
                     16,
                     half kernels::avx512_f32_half
                 ))
-                .with_fused(kernels::avx512_f32_fused, usize::MAX)
+                // Few rows keep reading B in place: 30 to 36 rows packed by the fusing
+                // kernel ran 0.98-1.05x (Zen 4, one and two threads, k 512 to 784).
+                .with_fused(kernels::avx512_f32_fused, usize::MAX, usize::MAX)
         }
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f32::<false, 6, 2>, 6, 16, 1)
@@ -310,7 +318,13 @@ pub(crate) fn select_f32() -> Gemm<f32> {
             // kernel's 12 FMAs a step could not hide its loads of B (on a Zen 4, one thread,
             // 64 x 1024 @ 1024 x 1024 ran 0.95x, 1024^3 0.97x), where `pack_b_block`'s row
             // groups read B at full speed. AVX-512's 24 a step hid them (1.00-1.09x).
-            .with_fused(kernels::avx2_f32_fused, super::pack::ROW_GROUP_STRIDE),
+            // From three row tiles the panels the first one packs beat B read in place by
+            // each (`Gemm::fuses_few_rows`).
+            .with_fused(
+                kernels::avx2_f32_fused,
+                super::pack::ROW_GROUP_STRIDE,
+                2 * 6 + 1,
+            ),
         _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
             .with_direct(kernels::generic::<f32, 4, 16, true>),
     }
@@ -382,7 +396,8 @@ fn shares_b_pack(kc: usize, nc: usize) -> bool {
 /// Rows of A up to which a product reads a unit-stride f32 / f64 B in place (see
 /// `Gemm::b_in_place`). Measured on a 2-core Xeon (Emerald Rapids), 2 threads, B 512 x 512:
 /// 24 to 36 rows ran 1.2-1.4x faster in place with either kernel; from 48 rows (4 AVX-512 or
-/// 8 AVX2 tiles per panel) packing was as fast or faster.
+/// 8 AVX2 tiles per panel) packing was as fast or faster. A kernel that packs B as it
+/// multiplies changes that from fewer rows (`Gemm::fuses_few_rows`).
 const IN_PLACE_ROWS: usize = 36;
 /// B's rows are not read in place when they lie a multiple of this many bytes apart.
 const ALIASING_STRIDE: usize = 4096;
@@ -773,6 +788,25 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             return None;
         }
         self.b_readable([k, n], b)
+    }
+
+    /// Whether a one-thread product of `m` rows whose B `b_in_place` would have read where it
+    /// lies has the fusing kernel pack B's panels instead: from `fuse_rows` rows, where B's
+    /// rows are near enough for it (`fuse_below`). Read in place, each row tile streams its
+    /// panel's rows from L2 again; packed as the first tile multiplies, the others read one
+    /// contiguous panel. On a Zen 4 with the AVX2 kernel, against reading in place: 18 to 32
+    /// rows of 512 x 512 or 512 x 1000 B ran 1.03-1.13x on two threads and 1.04-1.24x on one
+    /// (medians of 11 rounds); 8 and 12 rows (one and two tiles) 1.01x.
+    pub(super) fn fuses_few_rows<SB: Pack<P>>(
+        &self,
+        m: usize,
+        [k, n]: [usize; 2],
+        b: &Mat<SB>,
+    ) -> bool {
+        self.fused.is_some()
+            && m >= self.fuse_rows
+            && SB::fuse_source(b, [0, k, 0, n / self.nr * self.nr])
+                .is_some_and(|(_, rs)| rs.unsigned_abs() < self.fuse_below)
     }
 
     /// B's values when the kernels can read its full panels where they lie: f32 or f64 with

@@ -3,7 +3,8 @@
 //! threads, each packing its A block and sweeping its row tiles over runs of B panels
 //! (`Block`). A one-thread block whose kernel can fuse (`Gemm::fused`) skips the packing
 //! pass: the kernel of the row tile at row 0 (the first row block's first) packs each whole
-//! panel as it multiplies.
+//! panel as it multiplies; from a few row tiles up (`Gemm::fuses_few_rows`) it does so even
+//! where B could be read in place.
 //! What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
@@ -29,7 +30,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         }
         let mc = m.div_ceil(blocks).next_multiple_of(self.row_unit());
         let steps = SA::steps;
-        let in_place = self.b_in_place(m, [k, n], b);
+        let in_place = self
+            .b_in_place(m, [k, n], b)
+            .filter(|_| threads > 1 || !self.fuses_few_rows(m, [k, n], b));
         let kstep = self.nest_step(k);
         let (kc_max, nc_max) = (kstep.min(k), self.nc.min(n).next_multiple_of(nr));
         let nc_max = if in_place.is_some() { nr } else { nc_max };

@@ -228,6 +228,7 @@ fn tiny_blocks_every_loop() {
             stamps: g.stamps,
             fused: g.fused,
             fuse_below: g.fuse_below,
+            fuse_rows: g.fuse_rows,
             ..Gemm::for_steps(g.kernel, g.mr, g.nr, 1, 32, tiny)
         };
         // Also blocks of several row tiles and panels, whose row tiles sweep runs of two
@@ -318,7 +319,8 @@ fn tiny_blocks_every_loop() {
 /// rows, or transposed. On one thread the fusing kernel runs once per whole panel and depth
 /// block exactly where B's rows are contiguous, fewer than `fuse_below` bytes apart (AVX2: a
 /// page; rows 4 KiB apart and two column blocks reach it) and packed, not read in place
-/// (`b_in_place`: few rows, rows that allow it); five rows fuse as an edge tile.
+/// (`b_in_place`: few rows, rows that allow it), unless the product has `fuse_rows` rows
+/// (AVX2: 13, fused, 12 read in place); five rows fuse as an edge tile.
 #[test]
 fn fused_f32_packing_matches_packing_first() {
     let mut fusing = 0;
@@ -330,6 +332,7 @@ fn fused_f32_packing_matches_packing_first() {
         fusing += 1;
         let [_, nr, kc, mc, nc] = g.sizes();
         let rows = IN_PLACE_ROWS + 1;
+        let few = g.fuse_rows.min(IN_PLACE_ROWS);
         // Each through the loop nest: deeper than KC, wider than NC or more than a
         // million multiply-adds (smaller products read A in place, `unpacked_a`).
         for (m, k, n) in [
@@ -342,6 +345,9 @@ fn fused_f32_packing_matches_packing_first() {
             // fused), else packed (fused by a kernel that fuses page-apart rows).
             (5, kc + 1, 1024),
             (rows, 5, nc + 45),
+            // Few enough rows to read B in place, except from `fuse_rows` on.
+            (few, kc + 1, 100),
+            (few - 1, kc + 1, 100),
         ] {
             let (a, data) = (values(8, m * k + 3), values(9, k * (n + 3) + 1));
             let a = Mat::new(&a, 3, k as isize, 1);
@@ -357,7 +363,7 @@ fn fused_f32_packing_matches_packing_first() {
                 let fused = run(&g, 1);
                 let tiles = FUSED_TILES.with(|n| n.get()) - before;
                 let near = b.rs.unsigned_abs() * size_of::<f32>() < g.fuse_below;
-                let packed = g.b_in_place(m, [k, n], b).is_none();
+                let packed = g.b_in_place(m, [k, n], b).is_none() || m >= g.fuse_rows;
                 let want = if b.cs == 1 && near && packed {
                     n / nr * g.depth_blocks(k)
                 } else {
