@@ -794,9 +794,10 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// lies has the fusing kernel pack B's panels instead: from `fuse_rows` rows, where B's
     /// rows are near enough for it (`fuse_below`). Read in place, each row tile streams its
     /// panel's rows from L2 again; packed as the first tile multiplies, the others read one
-    /// contiguous panel. On a Zen 4 with the AVX2 kernel, against reading in place: 18 to 32
-    /// rows of 512 x 512 or 512 x 1000 B ran 1.03-1.13x on two threads and 1.04-1.24x on one
-    /// (medians of 11 rounds); 8 and 12 rows (one and two tiles) 1.01x.
+    /// contiguous panel. On a Zen 4 with the AVX2 kernel, against reading in place (medians
+    /// of 11 rounds): 13 to 32 rows, k 128 to 1000, n 256 to 2000, ran 0.99-1.26x (most
+    /// 1.05-1.2x) on one and two threads, 36 rows 0.95-1.12x from run to run; 8 and 12 rows
+    /// (one and two tiles) 1.01x.
     pub(super) fn fuses_few_rows<SB: Pack<P>>(
         &self,
         m: usize,
