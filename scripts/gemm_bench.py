@@ -5,7 +5,7 @@ GFLOP/s medians and the median over rounds of each round's time ratio (>1: quill
 several builds, also each later build against the first).
 
     python scripts/gemm_bench.py --bin before=/tmp/base/gemm_bench --bin after=target/release/examples/gemm_bench \
-        [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16] [--shapes 64x512x512,...]
+        [--threads 2] [--rounds 7] [--kernel avx2] [--only f32|bf16|f64] [--shapes 64x512x512,...]
         [--layout at|bt]
 
 --kernel avx2 forces quill's AVX2 kernel (QUILL_MATMUL_KERNEL) and OpenBLAS's Haswell kernels
@@ -57,6 +57,8 @@ if args.shapes:
 cases = [("f32", s) for s in F32] * (args.only in (None, "f32")) + [("bf16", s) for s in BF16] * (
     args.only in (None, "bf16")
 )
+# f64 (NumPy's default dtype) only when asked for: the figures are f32 and bf16.
+cases += [("f64", s) for s in F32] * (args.only == "f64")
 
 bins = []
 for spec in args.bin:
@@ -100,10 +102,11 @@ print("|" + "---|" * len(hdr))
 for dt, (m, k, n) in cases:
     inner = max(1, (1 << 25) // (2 * m * k * n))
     flops = 2.0 * m * k * n * inner
-    a = rng.random((k, m), dtype=np.float32).T if args.layout == "at" else rng.random((m, k), dtype=np.float32)
-    b = rng.random((n, k), dtype=np.float32).T if args.layout == "bt" else rng.random((k, n), dtype=np.float32)
+    fl = np.float64 if dt == "f64" else np.float32
+    a = rng.random((k, m), dtype=fl).T if args.layout == "at" else rng.random((m, k), dtype=fl)
+    b = rng.random((n, k), dtype=fl).T if args.layout == "bt" else rng.random((k, n), dtype=fl)
     peers = {}
-    if dt == "f32":
+    if dt in ("f32", "f64"):
         peers["NumPy"] = lambda: a @ b
         if torch is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)

@@ -1,5 +1,5 @@
 //! The quill side of `scripts/gemm_bench.py`: reads `dtype m k n reps inner` lines on stdin
-//! (dtype f32 or bf16, with `at` or `bt` appended for a transposed A or B view), times `reps`
+//! (dtype f32, f64 or bf16, with `at` or `bt` appended for a transposed A or B view), times `reps`
 //! runs of `inner` products `(m x k) @ (k x n)` through `quill_cpu::matmul::matmul`, and
 //! answers each with the seconds of each run. Threads follow `RAYON_NUM_THREADS`, the kernel
 //! `QUILL_MATMUL_KERNEL`. Being a small example of this crate alone, it builds in a few
@@ -24,6 +24,7 @@ fn operand(dtype: &str, rows: usize, cols: usize, seed: u64) -> (CpuStorage, Lay
         .collect();
     let st = match dtype {
         "bf16" => CpuStorage::from_vec(v.into_iter().map(bf16::from_f32).collect::<Vec<_>>()),
+        "f64" => CpuStorage::from_vec(v.into_iter().map(f64::from).collect::<Vec<_>>()),
         _ => CpuStorage::from_vec(v),
     };
     (st, Layout::contiguous(&[rows, cols]).unwrap())

@@ -14,8 +14,8 @@
 //! with few rows (up to 36) read a unit-stride B in place instead of packing it. A kernel that
 //! narrows (bf16: AMX, `vdpbf16ps`) writes its last depth block's tiles straight to the bf16
 //! result; C then only carries sums between depth blocks. A kernel with a fusing form
-//! (`Gemm::fused`: AVX2 and AVX-512 f32, `vdpbf16ps`) packs B's panels itself on one thread,
-//! as the first row tile multiplies them.
+//! (`Gemm::fused`: AVX2 and AVX-512 f32 and f64, `vdpbf16ps`) packs B's panels itself on one
+//! thread, as the first row tile multiplies them; with AVX2 also those of few rows' B.
 //! The SIMD kernels come in shorter and narrower stampings (`Stamps`: thirds of MR, one or
 //! two vectors) for a matrix's last row tile and column panel, so an edge costs about what it
 //! computes, and threads' shares of rows need only be multiples of the shortest stamping.
@@ -335,16 +335,29 @@ pub(crate) fn select_f64() -> Gemm<f64> {
     match active_kernel() {
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512 | Kernel::Amx => {
-            Gemm::derived(kernels::avx512_f64::<false, 12, 2>, 12, 16, 1).with_stamps(stamps!(
-                kernels::avx512_f64,
-                12,
-                8,
-                half kernels::avx512_f64_half
-            ))
+            Gemm::derived(kernels::avx512_f64::<false, 12, 2>, 12, 16, 1)
+                .with_stamps(stamps!(
+                    kernels::avx512_f64,
+                    12,
+                    8,
+                    half kernels::avx512_f64_half
+                ))
+                // As for f32. Zen 4, two threads, against packing first: 32 x 512 @ 512 x 512
+                // (rows a page apart, packed) 1.23x, 1024 x 128 @ 128 x 384 1.16x, 256^3
+                // 1.07x; few rows read in place: fused, 13 to 36 rows ran 0.91-1.01x.
+                .with_fused(kernels::avx512_f64_fused, usize::MAX, usize::MAX)
         }
+        // The fusing limits of f32's 6 x 16 tile, whose steps load as many bytes of B for as
+        // many FMAs. Zen 4, against packing first: 1024 x 128 @ 128 x 384 1.13x, 256^3 1.04x
+        // (two threads); 13 to 36 rows fused instead of read in place 1.00-1.16x (one).
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1)
-            .with_stamps(stamps!(kernels::avx2_f64, 6, 4)),
+            .with_stamps(stamps!(kernels::avx2_f64, 6, 4))
+            .with_fused(
+                kernels::avx2_f64_fused,
+                super::pack::ROW_GROUP_STRIDE,
+                2 * 6 + 1,
+            ),
         _ => Gemm::derived(kernels::generic::<f64, 4, 8, false>, 4, 8, 1)
             .with_direct(kernels::generic::<f64, 4, 8, true>),
     }

@@ -357,7 +357,7 @@ simd_kernel!(
 );
 #[cfg(target_arch = "x86_64")]
 simd_kernel!(
-    avx2_f64,
+    avx2_f64 fused avx2_f64_fused,
     "avx2,fma",
     f64,
     6,
@@ -421,7 +421,7 @@ simd_kernel!(
 );
 #[cfg(target_arch = "x86_64")]
 simd_kernel!(
-    avx512_f64,
+    avx512_f64 fused avx512_f64_fused,
     "avx512f",
     f64,
     12,

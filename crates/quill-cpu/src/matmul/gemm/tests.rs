@@ -312,7 +312,7 @@ fn tiny_blocks_every_loop() {
     }
 }
 
-/// Products through the f32 fusing kernels (`Gemm::fused`: the row tile at row 0 packs each
+/// Products through the fusing kernels (`Gemm::fused`: the row tile at row 0 packs each
 /// whole B panel as it multiplies) match the same GEMM packing B first bit for bit, two
 /// threads (stripes or a shared pack) too, and a naive f64 product: odd depths, two depth
 /// blocks, one and three row blocks, partial last panels, B at an odd offset, with reversed
@@ -320,12 +320,15 @@ fn tiny_blocks_every_loop() {
 /// block exactly where B's rows are contiguous, fewer than `fuse_below` bytes apart (AVX2: a
 /// page; rows 4 KiB apart and two column blocks reach it) and packed, not read in place
 /// (`b_in_place`: few rows, rows that allow it), unless the product has `fuse_rows` rows
-/// (AVX2: 13, fused, 12 read in place); five rows fuse as an edge tile.
-#[test]
-fn fused_f32_packing_matches_packing_first() {
+/// (AVX2: 13, fused, 12 read in place); five rows fuse as an edge tile. Returns how many of
+/// this CPU's kernels fuse.
+fn fused_packing_matches_packing_first<T: Real + Pack<T> + From<f32> + Into<f64>>(
+    select: fn() -> Gemm<T>,
+    eps: f64,
+) -> usize {
     let mut fusing = 0;
     for kern in Kernel::testable().unwrap() {
-        let g = super::super::with_kernel(kern, select_f32).unwrap();
+        let g = super::super::with_kernel(kern, select).unwrap();
         if g.fused.is_none() {
             continue;
         }
@@ -333,36 +336,38 @@ fn fused_f32_packing_matches_packing_first() {
         let [_, nr, kc, mc, nc] = g.sizes();
         let rows = IN_PLACE_ROWS + 1;
         let few = g.fuse_rows.min(IN_PLACE_ROWS);
+        let page = 4096 / size_of::<T>();
         // Each through the loop nest: deeper than KC, wider than NC or more than a
         // million multiply-adds (smaller products read A in place, `unpacked_a`).
         for (m, k, n) in [
             (rows, kc + 37, 45),
             (rows + 8, 2 * kc + 1, 3 * nr),
-            (2 * mc + 7, 33, 100),
+            (2 * mc + 7, 33, 300),
             // Rows 4 KiB apart, then a second column block.
-            (rows, kc + 1, 1024),
+            (rows, kc + 1, page),
             // Fewer rows than a tile: B is read in place where its rows allow (never
             // fused), else packed (fused by a kernel that fuses page-apart rows).
-            (5, kc + 1, 1024),
+            (5, kc + 1, page),
             (rows, 5, nc + 45),
             // Few enough rows to read B in place, except from `fuse_rows` on.
             (few, kc + 1, 100),
             (few - 1, kc + 1, 100),
         ] {
-            let (a, data) = (values(8, m * k + 3), values(9, k * (n + 3) + 1));
+            let to_t = |v: Vec<f32>| v.into_iter().map(T::from).collect::<Vec<T>>();
+            let (a, data) = (to_t(values(8, m * k + 3)), to_t(values(9, k * (n + 3) + 1)));
             let a = Mat::new(&a, 3, k as isize, 1);
             let bs = super::super::pack::b_layouts(&data, k, n);
             for (b, what) in &bs {
                 let case = format!("{kern:?} {m}x{k}x{n}, B {what}");
-                let run = |g: &Gemm<f32>, threads: usize| {
-                    let mut c = vec![f32::NAN; m * n];
+                let run = |g: &Gemm<T>, threads: usize| {
+                    let mut c = vec![T::from(f32::NAN); m * n];
                     g.run([m, n, k], &a, b, &mut c, threads);
-                    c.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                    c
                 };
                 let before = FUSED_TILES.with(|n| n.get());
                 let fused = run(&g, 1);
                 let tiles = FUSED_TILES.with(|n| n.get()) - before;
-                let near = b.rs.unsigned_abs() * size_of::<f32>() < g.fuse_below;
+                let near = b.rs.unsigned_abs() * size_of::<T>() < g.fuse_below;
                 let packed = g.b_in_place(m, [k, n], b).is_none() || m >= g.fuse_rows;
                 let want = if b.cs == 1 && near && packed {
                     n / nr * g.depth_blocks(k)
@@ -370,23 +375,41 @@ fn fused_f32_packing_matches_packing_first() {
                     0
                 };
                 assert_eq!(tiles, want, "{case}: fused tiles");
-                // The first differing element, not two whole products in the message.
-                let differs = |other: Vec<u32>| fused.iter().zip(&other).position(|(x, y)| x != y);
+                // The first element whose bits differ, not two whole products in the message.
+                let differs = |other: Vec<T>| {
+                    let bits = bytemuck::bytes_of::<T>;
+                    fused
+                        .iter()
+                        .zip(&other)
+                        .position(|(x, y)| bits(x) != bits(y))
+                };
                 assert_eq!(differs(run(&g.without_fused(), 1)), None, "{case}");
                 assert_eq!(differs(run(&g, 2)), None, "{case}, two threads");
-                for (e, x) in fused.iter().enumerate() {
+                for (e, &x) in fused.iter().enumerate() {
                     let (i, j) = (e / n, e % n);
                     let w: f64 = (0..k)
-                        .map(|p| a.get(i, p) as f64 * b.get(p, j) as f64)
+                        .map(|p| a.get(i, p).into() * b.get(p, j).into())
                         .sum();
-                    let x = f32::from_bits(*x) as f64;
-                    let tol = 2.0 * (k as f64 + 1.0) * f32::EPSILON as f64;
+                    let x: f64 = x.into();
+                    let tol = 2.0 * (k as f64 + 1.0) * eps;
                     assert!((x - w).abs() <= tol, "{case}: element {e}: {x} vs {w}");
                 }
             }
         }
     }
-    if fusing == 0 {
+    fusing
+}
+
+#[test]
+fn fused_f32_packing_matches_packing_first() {
+    if fused_packing_matches_packing_first(select_f32, f32::EPSILON as f64) == 0 {
         kernels::skip("avx2", "the f32 fusing kernels");
+    }
+}
+
+#[test]
+fn fused_f64_packing_matches_packing_first() {
+    if fused_packing_matches_packing_first(select_f64, f64::EPSILON) == 0 {
+        kernels::skip("avx2", "the f64 fusing kernels");
     }
 }
