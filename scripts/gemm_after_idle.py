@@ -12,6 +12,7 @@ Prints each round's GF/s (median of three single products). On the 2-vCPU Zen 4 
 2026-11-30, f64 200 x 512 x 1000 on the AVX2 kernel came out bimodal, with or without idle:
 runs of rounds at 90-102 GF/s (both threads), runs at 40-51 (one thread's speed) and some at
 about 77, while NumPy, timed between the same rounds by `gemm_bench.py`, kept 83-99 GF/s.
+In the slow rounds the helper ran on the caller's core (logged with `sched_getcpu`).
 """
 
 import argparse
