@@ -5,6 +5,16 @@ that does its share shows about as many ticks as the calling thread; a helper ne
 the caller ran (nearly) every part itself.
 
     python scripts/gemm_thread_share.py BIN [--kernel avx2] [--threads 2] [--case f32x512x512x512] [--inner 20]
+        [--rounds 1] [--idle 0]
+
+With `--rounds R`, R rounds each time the case (after an untimed burst, as `gemm_bench.py`
+does), print that round's GF/s (median of three runs) and ticks, then idle `--idle` seconds:
+a round at one thread's speed whose helper shows few ticks is one whose helper missed the
+product. On the 2-vCPU Zen 4 VM of 2026-11-30, `--case f64x200x512x1000 --inner 1 --kernel
+avx2 --rounds 16` came out bimodal, with or without idle: runs of rounds at 90-102 GF/s, runs
+at 40-51 (one thread's speed) and some at about 77, while NumPy, timed between the same rounds
+by `gemm_bench.py`, kept 83-99. A throwaway build that logged `sched_getcpu` found the helper
+on the caller's core in the slow rounds.
 
 Diagnostic only; not part of any test run.
 """
@@ -12,7 +22,9 @@ Diagnostic only; not part of any test run.
 import argparse
 import glob
 import os
+import statistics
 import subprocess
+import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("bin")
@@ -20,6 +32,8 @@ ap.add_argument("--kernel", default=None)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--case", default="f32x512x512x512", help="DTYPExMxKxN")
 ap.add_argument("--inner", type=int, default=20)
+ap.add_argument("--rounds", type=int, default=1)
+ap.add_argument("--idle", type=float, default=0.0)
 args = ap.parse_args()
 
 env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
@@ -42,13 +56,25 @@ def ticks():
 p.stdin.write(f"{dt} {m} {k} {n} 1 1\n")
 p.stdin.flush()
 p.stdout.readline()
-before = ticks()
-p.stdin.write(f"{dt} {m} {k} {n} 3 {args.inner}\n")
-p.stdin.flush()
-secs = [float(x) for x in p.stdout.readline().split()]
-after = ticks()
-gflops = 2 * int(m) * int(k) * int(n) * args.inner / min(secs) / 1e9
-share = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
-print(f"{args.case} kernel {args.kernel or 'best'} {args.threads} threads: best {gflops:.0f} GF/s, ticks per thread {share}")
+for r in range(args.rounds):
+    if args.rounds > 1:
+        p.stdin.write(f"{dt} {m} {k} {n} 3 {args.inner}\n")
+        p.stdin.flush()
+        p.stdout.readline()
+    before = ticks()
+    p.stdin.write(f"{dt} {m} {k} {n} 3 {args.inner}\n")
+    p.stdin.flush()
+    secs = [float(x) for x in p.stdout.readline().split()]
+    after = ticks()
+    rate = lambda t: 2 * int(m) * int(k) * int(n) * args.inner / t / 1e9  # noqa: E731
+    share = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
+    if args.rounds == 1:
+        print(
+            f"{args.case} kernel {args.kernel or 'best'} {args.threads} threads: "
+            f"best {rate(min(secs)):.0f} GF/s, ticks per thread {share}"
+        )
+    else:
+        print(f"round {r}: {rate(statistics.median(secs)):.0f} GF/s, ticks per thread {share}", flush=True)
+        time.sleep(args.idle)
 p.stdin.close()
 p.wait()

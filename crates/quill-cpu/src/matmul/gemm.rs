@@ -295,6 +295,12 @@ macro_rules! stamps {
     }};
 }
 
+/// Rows from which the AVX2 kernels (6-row tiles) pack a few-row product's B as the first row
+/// tile multiplies instead of reading it in place (`Gemm::fuses_few_rows`): three row tiles.
+/// One and two (8 and 12 rows) ran 1.01x.
+#[cfg(target_arch = "x86_64")]
+const AVX2_FUSE_ROWS: usize = 2 * 6 + 1;
+
 /// The f32 GEMM for the active kernel.
 pub(crate) fn select_f32() -> Gemm<f32> {
     match active_kernel() {
@@ -318,12 +324,10 @@ pub(crate) fn select_f32() -> Gemm<f32> {
             // kernel's 12 FMAs a step could not hide its loads of B (on a Zen 4, one thread,
             // 64 x 1024 @ 1024 x 1024 ran 0.95x, 1024^3 0.97x), where `pack_b_block`'s row
             // groups read B at full speed. AVX-512's 24 a step hid them (1.00-1.09x).
-            // From three row tiles the panels the first one packs beat B read in place by
-            // each (`Gemm::fuses_few_rows`).
             .with_fused(
                 kernels::avx2_f32_fused,
                 super::pack::ROW_GROUP_STRIDE,
-                2 * 6 + 1,
+                AVX2_FUSE_ROWS,
             ),
         _ => Gemm::derived(kernels::generic::<f32, 4, 16, false>, 4, 16, 1)
             .with_direct(kernels::generic::<f32, 4, 16, true>),
@@ -342,21 +346,23 @@ pub(crate) fn select_f64() -> Gemm<f64> {
                     8,
                     half kernels::avx512_f64_half
                 ))
-                // As for f32. Zen 4, two threads, against packing first: 32 x 512 @ 512 x 512
-                // (rows a page apart, packed) 1.23x, 1024 x 128 @ 128 x 384 1.16x, 256^3
-                // 1.07x; few rows read in place: fused, 13 to 36 rows ran 0.91-1.01x.
+                // As for f32. Zen 4, two threads, against packing first (two runs):
+                // 32 x 512 @ 512 x 512 (rows a page apart, packed) 1.23-1.29x,
+                // 1024 x 128 @ 128 x 384 1.08-1.16x, 256^3 1.05-1.07x; few rows read in
+                // place: fused, 13 to 36 rows ran 0.91-1.01x.
                 .with_fused(kernels::avx512_f64_fused, usize::MAX, usize::MAX)
         }
         // The fusing limits of f32's 6 x 16 tile, whose steps load as many bytes of B for as
-        // many FMAs. Zen 4, against packing first: 1024 x 128 @ 128 x 384 1.13x, 256^3 1.04x
-        // (two threads); 13 to 36 rows fused instead of read in place 1.00-1.16x (one).
+        // many FMAs. Zen 4, against packing first (two runs, two threads): 1024 x 128 @
+        // 128 x 384 1.02-1.13x, 256^3 1.04-1.06x; rows 4 KiB or more apart fused 0.94-0.97x
+        // (one thread); 13 to 36 rows fused instead of read in place 1.00-1.16x (one thread).
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2 => Gemm::derived(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1)
             .with_stamps(stamps!(kernels::avx2_f64, 6, 4))
             .with_fused(
                 kernels::avx2_f64_fused,
                 super::pack::ROW_GROUP_STRIDE,
-                2 * 6 + 1,
+                AVX2_FUSE_ROWS,
             ),
         _ => Gemm::derived(kernels::generic::<f64, 4, 8, false>, 4, 8, 1)
             .with_direct(kernels::generic::<f64, 4, 8, true>),
@@ -817,10 +823,22 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         [k, n]: [usize; 2],
         b: &Mat<SB>,
     ) -> bool {
-        self.fused.is_some()
-            && m >= self.fuse_rows
-            && SB::fuse_source(b, [0, k, 0, n / self.nr * self.nr])
-                .is_some_and(|(_, rs)| rs.unsigned_abs() < self.fuse_below)
+        m >= self.fuse_rows
+            && self
+                .fuse_source(b, [0, k, 0, n / self.nr * self.nr])
+                .is_some()
+    }
+
+    /// Where the fusing kernel reads a block of B (`Pack::fuse_source`: element (p0, j0) and
+    /// the row stride in bytes), when this GEMM has one and B's rows are fewer than
+    /// `fuse_below` bytes apart.
+    pub(super) fn fuse_source<SB: Pack<P>>(
+        &self,
+        b: &Mat<SB>,
+        block: [usize; 4],
+    ) -> Option<(*const u8, isize)> {
+        self.fused?;
+        SB::fuse_source(b, block).filter(|&(_, rs)| rs.unsigned_abs() < self.fuse_below)
     }
 
     /// B's values when the kernels can read its full panels where they lie: f32 or f64 with

@@ -54,17 +54,15 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
                     // partial last panel is packed here.
                     let whole = nc / nr * nr;
                     let fuse = match self.fused {
-                        Some(k) if threads == 1 && direct == 0 && whole > 0 => {
-                            SB::fuse_source(b, [pc, kc, jc, whole])
-                                .filter(|&(_, rs)| rs.unsigned_abs() < self.fuse_below)
-                                .map(|(src, rs)| Fusing {
-                                    kernel: k,
-                                    src,
-                                    rs,
-                                    col: size_of::<SB>(),
-                                    whole,
-                                })
-                        }
+                        Some(k) if threads == 1 && direct == 0 && whole > 0 => self
+                            .fuse_source(b, [pc, kc, jc, whole])
+                            .map(|(src, rs)| Fusing {
+                                kernel: k,
+                                src,
+                                rs,
+                                col: size_of::<SB>(),
+                                whole,
+                            }),
                         _ => None,
                     };
                     if fuse.is_some() {
