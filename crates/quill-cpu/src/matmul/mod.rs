@@ -18,6 +18,7 @@ mod int;
 mod kernels;
 mod pack;
 mod par;
+mod placement;
 mod transpose_pack;
 
 use crate::CpuStorage;

@@ -4,8 +4,10 @@
 //! on the way out, which on a small product costs more than the split saves. Here the caller
 //! runs parts itself while pool threads, once awake, claim the rest: whoever reaches a part
 //! first runs it, so a late helper costs nothing, and the caller spins (briefly: at most one
-//! part) for parts in flight instead of sleeping.
+//! part) for parts in flight instead of sleeping. A helper woken onto the caller's core moves
+//! to another one first (`placement.rs`).
 
+use super::placement;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -33,6 +35,7 @@ pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) 
         next: AtomicUsize::new(0),
         active: AtomicUsize::new(0),
     });
+    let home = placement::current_cpu();
     let job: &(dyn Fn(usize) + Sync) = &f;
     // SAFETY: the erased lifetime is never outlived: a helper calls `job` only between raising
     // `active` and claiming a part below `parts`, and `Finish` (which runs on return and on
@@ -44,11 +47,18 @@ pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) 
     for _ in 0..(threads - 1).min(parts - 1) {
         let s = Arc::clone(&shared);
         rayon::spawn(move || {
+            if let Some(cpu) = home {
+                placement::step_aside(cpu);
+            }
             s.active.fetch_add(1, SeqCst);
             claim(&s, parts, job);
             s.active.fetch_sub(1, SeqCst);
         });
     }
+    // A helper the scheduler queued on this core would otherwise wait out this thread's time
+    // slice (milliseconds, longer than most regions) before it could step aside; yielding lets
+    // it run now. With no such helper the yield returns at once.
+    std::thread::yield_now();
     struct Finish<'a>(&'a Shared, usize);
     impl Drop for Finish<'_> {
         fn drop(&mut self) {
