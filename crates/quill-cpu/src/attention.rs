@@ -13,7 +13,6 @@ use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
 use crate::simd::with_best_simd;
 use crate::CpuStorage;
 use quill_core::{AttnDims, DType, Error, Result};
-use rayon::prelude::*;
 use std::ops::{Div, Sub};
 
 /// Query rows per block.
@@ -125,7 +124,7 @@ fn check_dtype(s: &CpuStorage) -> Result<DType> {
 
 fn parallel(dims: &AttnDims) -> bool {
     let work = dims.batch * dims.lq * dims.lk * (dims.d + dims.dv);
-    work >= GRAIN && rayon::current_num_threads() > 1
+    work >= GRAIN && crate::par::threads() > 1
 }
 
 /// The forward: `(out, lse)` for contiguous `q`, `k`, `v` read from the given offsets.
@@ -181,7 +180,7 @@ fn forward_t<T: AttnReal + crate::CpuElement>(
         };
         let tasks = outs.into_iter().zip(lses).enumerate();
         if parallel(dims) {
-            tasks.collect::<Vec<_>>().into_par_iter().for_each(block);
+            crate::par::for_each_item(tasks.collect(), crate::par::threads(), block);
         } else {
             tasks.for_each(block);
         }
@@ -421,7 +420,7 @@ fn backward_t<T: AttnReal + crate::CpuElement>(
         .enumerate();
     if lq * lk > 0 {
         if parallel(dims) {
-            parts.collect::<Vec<_>>().into_par_iter().for_each(one);
+            crate::par::for_each_item(parts.collect(), crate::par::threads(), one);
         } else {
             parts.for_each(one);
         }

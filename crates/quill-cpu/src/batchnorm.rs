@@ -21,7 +21,6 @@ use crate::simd::with_best_simd;
 use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use quill_core::{DType, Error, NormDims, Result};
-use rayon::prelude::*;
 use std::ops::{Add, Mul, Sub};
 
 /// Elements below which a call stays on one thread.
@@ -82,7 +81,7 @@ fn sums<T: NormReal, const K: usize>(
 /// that a thread slowed by a busy sibling core hands parts over instead of holding the
 /// others up (a fixed count for a fixed thread count keeps the sums deterministic).
 fn parts(d: &NormDims) -> usize {
-    let t = rayon::current_num_threads();
+    let t = crate::par::threads();
     if t < 2 || d.n * d.c * d.inner < GRAIN {
         1
     } else {
@@ -145,7 +144,7 @@ fn channel_sums<T: NormReal, const K: usize>(
     let partials: Vec<Vec<[f64; K]>> = if np == 1 {
         vec![part(0)]
     } else {
-        (0..np).into_par_iter().map(part).collect()
+        crate::par::map(np, crate::par::threads(), part)
     };
     let mut total = vec![[0.0; K]; d.c];
     for pv in partials {
@@ -206,9 +205,8 @@ fn map_runs<T: NormReal>(
         body(0, out);
     } else {
         let per = d.n.div_ceil(np).max(1);
-        out.par_chunks_mut(per * row)
-            .enumerate()
-            .for_each(|(k, o)| body(k * per, o));
+        let threads = crate::par::threads();
+        crate::par::for_each_chunk(out, per * row, threads, |k, o| body(k * per, o));
     }
 }
 

@@ -38,7 +38,6 @@ use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use im2col::{col2im, im2col, Source};
 use quill_core::{ConvDims, DType, Result};
-use rayon::prelude::*;
 use std::cell::Cell;
 
 /// Multiply-adds below which a call stays on one thread.
@@ -152,7 +151,7 @@ impl Geom {
     }
     /// Whether to split the batch across threads (else one sample's GEMMs use them all).
     fn threads(&self) -> (bool, usize) {
-        let t = rayon::current_num_threads();
+        let t = crate::par::threads();
         if t < 2 || self.work() < GRAIN {
             (false, 1)
         } else if self.d.n >= 2 {
@@ -192,7 +191,7 @@ thread_local! {
 /// Runs `body(sample, out_chunk, scratch)` for every sample, the output cut into `per`-sized
 /// chunks; threads split the samples when `split`. `scratch` (`scratch_len` values, contents
 /// unspecified: every user writes what it reads) is the running thread's reused buffer. A
-/// fresh zeroed vector per rayon job had spent 3 % of a dilated 3x3 layer's forward in
+/// fresh zeroed vector per task had spent 3 % of a dilated 3x3 layer's forward in
 /// `memset`; a pooled one (huge pages) made 56x56 layers 5-15 % slower, whose column-matrix
 /// rows lie 12.5 KB apart, which physically contiguous pages map onto few cache sets.
 fn per_sample<T: Real>(
@@ -205,9 +204,9 @@ fn per_sample<T: Real>(
     if per == 0 {
         return;
     }
-    let one = |(n, o): (usize, &mut [T])| with_scratch(&SCRATCH, scratch_len, |s| body(n, o, s));
+    let one = |n: usize, o: &mut [T]| with_scratch(&SCRATCH, scratch_len, |s| body(n, o, s));
     if split {
-        out.par_chunks_mut(per).enumerate().for_each(one);
+        crate::par::for_each_chunk(out, per, crate::par::threads(), one);
     } else {
         with_scratch(&SCRATCH, scratch_len, |s| {
             for (n, o) in out.chunks_mut(per).enumerate() {
@@ -500,27 +499,24 @@ fn backward_weight_t<T: ConvReal>(
     };
     let mut parts: Vec<Vec<T>> = if split {
         // Four parts a thread: one slowed by a busy sibling core hands parts over.
-        let parts = (4 * rayon::current_num_threads()).min(d.n);
-        let per = d.n.div_ceil(parts);
-        (0..d.n.div_ceil(per))
-            .into_par_iter()
-            .map(|p| partial(p * per..((p + 1) * per).min(d.n)))
-            .collect()
+        let threads = crate::par::threads();
+        let per = d.n.div_ceil((4 * threads).min(d.n));
+        crate::par::map(d.n.div_ceil(per), threads, |p| {
+            partial(p * per..((p + 1) * per).min(d.n))
+        })
     } else {
         vec![partial(0..d.n)]
     };
     // The parts added in a fixed order (the same sums whatever the threads), in parallel over
     // stretches of the weights.
     let mut sum = parts.remove(0);
-    sum.par_chunks_mut(1 << 14)
-        .enumerate()
-        .for_each(|(i, dst)| {
-            for p in &parts {
-                for (a, &v) in dst.iter_mut().zip(&p[i << 14..]) {
-                    *a = *a + v;
-                }
+    crate::par::for_each_chunk(&mut sum, 1 << 14, crate::par::threads(), |i, dst| {
+        for p in &parts {
+            for (a, &v) in dst.iter_mut().zip(&p[i << 14..]) {
+                *a = *a + v;
             }
-        });
+        }
+    });
     parts.into_iter().for_each(crate::pool::give);
     if !tr || len == 0 {
         return Ok(T::wrap(sum));

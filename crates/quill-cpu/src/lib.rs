@@ -1,6 +1,7 @@
 //! quill-cpu: the CPU backend. `CpuStorage` (one typed buffer, from a size-class pool) and
 //! its kernels: the strided copy family (compact, setitem, fill, cast), elementwise, reductions,
-//! matmul, im2col convolution, max pooling, batch normalisation, fused attention, gather / scatter, sort / cumsum and fused optimizer updates, threaded with rayon,
+//! matmul, im2col convolution, max pooling, batch normalisation, fused attention, gather /
+//! scatter, sort / cumsum and fused optimizer updates, threaded through `par` (on rayon's pool),
 //! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
 //! quill-core's `Backend` trait.
 

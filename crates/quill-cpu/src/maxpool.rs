@@ -7,7 +7,6 @@
 use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use quill_core::{DType, PoolDims, Result};
-use rayon::prelude::*;
 use std::ops::{Add, Div};
 
 /// Elements below which a call stays on one thread.
@@ -79,10 +78,9 @@ fn planes<T: Send>(out: &mut [T], per: usize, work: usize, body: impl Fn(usize, 
     if per == 0 {
         return;
     }
-    if work >= GRAIN && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(p, o)| body(p, o));
+    let threads = crate::par::threads();
+    if work >= GRAIN && threads > 1 {
+        crate::par::for_each_chunk(out, per, threads, body);
     } else {
         out.chunks_mut(per)
             .enumerate()

@@ -114,7 +114,6 @@ fn run<T: Float>(rule: &Update, p: &mut [T], g: &[T], state: &mut [&mut [T]]) {
 const CHUNK: usize = 1 << 15;
 
 fn run_chunks<T: Float>(rule: &Update, p: &mut [T], g: &[T], mut s: Vec<&mut [T]>) {
-    use rayon::prelude::*;
     let one = |p: &mut [T], g: &[T], s: &mut [&mut [T]]| {
         crate::simd::with_best_simd(
             #[inline(always)]
@@ -130,10 +129,14 @@ fn run_chunks<T: Float>(rule: &Update, p: &mut [T], g: &[T], mut s: Vec<&mut [T]
             pieces[i].push(c);
         }
     }
-    p.par_chunks_mut(CHUNK)
-        .zip(g.par_chunks(CHUNK))
-        .zip(pieces.into_par_iter())
-        .for_each(|((p, g), mut st)| one(p, g, &mut st));
+    let items: Vec<_> = p
+        .chunks_mut(CHUNK)
+        .zip(g.chunks(CHUNK))
+        .zip(pieces)
+        .collect();
+    crate::par::for_each_item(items, crate::par::threads(), |((p, g), mut st)| {
+        one(p, g, &mut st)
+    });
 }
 
 fn internal(op: &'static str, what: &str, n: usize) -> Error {

@@ -187,7 +187,7 @@ impl NDArray {
         let threshold = (p * (1u32 << 24) as f64).ceil() as u32;
         let keep = (1.0 / (1.0 - p)) as f32;
         let mut v: Vec<f32> = quill_cpu::pool::take(n);
-        let fill = |(c, out): (usize, &mut [f32])| {
+        let fill = |c: usize, out: &mut [f32]| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_word_pos((c * CHUNK) as u128);
             let mut words = [0u32; 256];
@@ -200,12 +200,7 @@ impl NDArray {
                 }
             }
         };
-        if n > CHUNK {
-            use rayon::prelude::*;
-            v.par_chunks_mut(CHUNK).enumerate().for_each(fill);
-        } else {
-            v.chunks_mut(CHUNK).enumerate().for_each(fill);
-        }
+        quill_cpu::par::for_each_chunk(&mut v, CHUNK, quill_cpu::par::threads(), fill);
         let m = NDArray::from_vec(v, shape)?;
         Ok(if dtype == DType::F32 {
             m

@@ -142,7 +142,7 @@ fn for_planes<T: Real>(
     scratch: usize,
     f: impl Fn(usize, &mut [T], &mut [T]) + Sync + Send,
 ) {
-    let split = g.work() >= GRAIN && rayon::current_num_threads() > 1;
+    let split = g.work() >= GRAIN && crate::par::threads() > 1;
     per_sample(out, per, split, scratch, f)
 }
 

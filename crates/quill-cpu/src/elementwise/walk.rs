@@ -2,12 +2,11 @@
 //! (operand 0 of the plan); the inputs (operands 1..=N) have any strides, broadcast included.
 //! The coalesced plan is cut into inner runs by quill-core's `Runs`: for each run the body gets the output slice, each
 //! input's start offset and its inner stride, and picks its fast path (contiguous, stride 0, or
-//! strided) once per run. Large outputs split into chunks that rayon runs in parallel; the split
+//! strided) once per run. Large outputs split into chunks that threads run in parallel; the split
 //! depends only on the size and the thread count, so results are deterministic.
 
-use crate::par::GRAIN;
+use crate::par::{self, GRAIN};
 use quill_core::LoopPlan;
-use rayon::prelude::*;
 
 /// Calls `body(out_run, offsets, strides)` for every inner run of `plan` over `out`, which holds
 /// the plan's elements in C order (`out.len() == plan.numel()`).
@@ -24,15 +23,13 @@ pub fn for_each_run<U, const N: usize>(
     if numel == 0 {
         return;
     }
-    let threads = rayon::current_num_threads();
+    let threads = par::threads();
     if numel < GRAIN || threads < 2 {
         walk(out, 0, plan, &body);
         return;
     }
     let chunk = numel.div_ceil(4 * threads).max(GRAIN / 2);
-    out.par_chunks_mut(chunk)
-        .enumerate()
-        .for_each(|(i, o)| walk(o, i * chunk, plan, &body));
+    par::for_each_chunk(out, chunk, threads, |i, o| walk(o, i * chunk, plan, &body));
 }
 
 /// The runs of the elements `start..start + out.len()` (C order) over the inputs (operands

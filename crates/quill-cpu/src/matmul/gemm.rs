@@ -26,7 +26,7 @@ use super::active_kernel;
 use super::cache::CacheSizes;
 use super::kernels::{self, FusedKernel, Kernel, MicroKernel, Tile};
 use super::pack::{Mat, Pack};
-use super::par;
+use crate::par;
 use std::cell::Cell;
 use std::ops::{Add, Mul};
 use std::thread::LocalKey;

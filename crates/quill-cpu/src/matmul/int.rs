@@ -4,8 +4,7 @@
 //! logical or of ands. Rows are split across threads above the grain size.
 
 use super::{Batch, Dims};
-use crate::par::GRAIN;
-use rayon::prelude::*;
+use crate::par::{self, GRAIN};
 
 /// An element with an exact accumulator.
 pub(crate) trait Accumulate: Copy + Send + Sync {
@@ -71,10 +70,15 @@ pub(crate) fn matmul<T: Accumulate>(a: &[T], bt: &Batch, b: &[T], out: &mut [T],
     if out.len() * k.max(1) < GRAIN {
         out.chunks_mut(n).enumerate().for_each(row);
     } else {
-        let min_rows = (GRAIN / (n * k.max(1))).max(1);
-        out.par_chunks_mut(n)
-            .with_min_len(min_rows)
-            .enumerate()
-            .for_each(row);
+        let threads = par::threads();
+        let rows = out.len() / n;
+        let per = (GRAIN / (n * k.max(1)))
+            .max(rows.div_ceil(4 * threads))
+            .max(1);
+        par::for_each_chunk(out, per * n, threads, |i, block| {
+            for (j, dst) in block.chunks_mut(n).enumerate() {
+                row((i * per + j, dst));
+            }
+        });
     }
 }

@@ -17,8 +17,6 @@ mod gemm;
 mod int;
 mod kernels;
 mod pack;
-mod par;
-mod placement;
 mod transpose_pack;
 
 use crate::CpuStorage;
@@ -26,7 +24,6 @@ pub(crate) use gemm::{with_scratch, Gemm, Real};
 use half::f16;
 
 use quill_core::{Error, Layout, Result, Runs};
-use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::OnceLock;
 
@@ -247,7 +244,7 @@ fn float_out<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
         Some(nw) => g.run_narrow(mnk, am, bm, c, nw, t),
         None => g.run(mnk, am, bm, c, t),
     };
-    let threads = rayon::current_num_threads();
+    let threads = crate::par::threads();
     let bt = mats(a_l, b_l);
     if let Some((rows, rs)) = fold_rows(a_l, b_l) {
         let (oa, ob) = bt.offsets[0];
@@ -278,10 +275,12 @@ fn float_out<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
         run([m, n, k], &am, &bm, c, nw.take(), t);
     };
     if across_batch {
-        out.par_chunks_mut(m * n)
-            .zip(narrows.par_iter_mut())
+        let items: Vec<_> = out
+            .chunks_mut(m * n)
+            .zip(narrows.iter_mut())
             .enumerate()
-            .for_each(one);
+            .collect();
+        crate::par::for_each_item(items, threads, one);
     } else {
         out.chunks_mut(m * n)
             .zip(narrows.iter_mut())

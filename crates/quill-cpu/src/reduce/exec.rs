@@ -1,5 +1,5 @@
-//! Running a `Kernel` over a `ReducePlan`, threaded with rayon. Floating-point sums stay accurate
-//! because no accumulator ever takes a long sequential chain: runs are cut into blocks of
+//! Running a `Kernel` over a `ReducePlan`, threaded through `par`. Floating-point sums stay
+//! accurate because no accumulator ever takes a long sequential chain: runs are cut into blocks of
 //! `BLOCK` elements (each folded over `simd::LANES` lanes, about 128 adds per lane), rows are
 //! folded in blocks of `ROW_BLOCK`, and the partials of blocks meet in a binary-counter cascade,
 //! which is pairwise summation computed on the fly: the error grows like log n.
@@ -9,8 +9,7 @@
 //! result is bit-identical for any number of threads.
 
 use super::plan::ReducePlan;
-use crate::par::GRAIN;
-use rayon::prelude::*;
+use crate::par::{self, GRAIN};
 
 /// Longest run folded by one `Kernel::segment` call.
 pub const BLOCK: usize = 4096;
@@ -138,15 +137,12 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
     let work = n_out.saturating_mul(n_red);
     if n_out < SPLIT_OUT && n_red >= 2 * CHUNK {
         let nch = n_red.div_ceil(CHUNK);
-        let parts: Vec<K::Acc> = (0..n_out * nch)
-            .into_par_iter()
-            .map(|t| {
-                let (o, c) = (t / nch, t % nch);
-                let base = p.kept.offset(p.base, o);
-                let range = (c * CHUNK, ((c + 1) * CHUNK).min(n_red));
-                fold_range(k, src, p, base, range, o)
-            })
-            .collect();
+        let parts: Vec<K::Acc> = par::map(n_out * nch, par::threads(), |t| {
+            let (o, c) = (t / nch, t % nch);
+            let base = p.kept.offset(p.base, o);
+            let range = (c * CHUNK, ((c + 1) * CHUNK).min(n_red));
+            fold_range(k, src, p, base, range, o)
+        });
         for (o, slot) in out.iter_mut().enumerate() {
             let mut cas = Cascade::new(k.identity());
             for &v in &parts[o * nch..(o + 1) * nch] {
@@ -158,9 +154,8 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
     }
     // A few long tasks per thread: each streams one long stretch of memory, which the
     // prefetchers follow better than many short ones.
-    let per = (GRAIN / n_red)
-        .max(n_out / (4 * rayon::current_num_threads()))
-        .max(1);
+    let threads = par::threads();
+    let per = (GRAIN / n_red).max(n_out / (4 * threads)).max(1);
     let task = |t: usize, chunk: &mut [K::Out]| {
         let o0 = t * per;
         let bases = p.kept.offsets(p.base, o0..o0 + chunk.len());
@@ -174,9 +169,7 @@ fn run_inner<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
     if work < GRAIN {
         task(0, out);
     } else {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(t, c)| task(t, c));
+        par::for_each_chunk(out, per, threads, task);
     }
 }
 
@@ -264,7 +257,7 @@ fn run_outer<T: Sync, K: Kernel<T>>(k: &K, src: &[T], p: &ReducePlan, out: &mut 
     let parts: Vec<Vec<K::Acc>> = if p.n_out.saturating_mul(p.n_red) < GRAIN {
         (0..items).map(item).collect()
     } else {
-        (0..items).into_par_iter().map(item).collect()
+        par::map(items, par::threads(), item)
     };
     // Output chunk `oc` (outer output `oo`, column chunk `ci`) is `out[oc * w..]` when each
     // row of `lk` splits evenly; walk the rows to handle a short last chunk.

@@ -5,7 +5,6 @@
 //! the thread count. Sums use 8 lanes so that LLVM vectorises them without reassociating.
 
 use quill_cpu::simd::with_best_simd;
-use rayon::prelude::*;
 use std::ops::{Add, Div, Mul, Sub};
 
 /// f32 and f64: the arithmetic the loops need.
@@ -127,7 +126,7 @@ pub(crate) fn forward<R: Float>(
         .zip(rstd.chunks_mut(BLOCK))
         .map(|(((x, y), m), r)| (x, y, m, r));
     if x.len() >= PARALLEL {
-        parts.collect::<Vec<_>>().into_par_iter().for_each(run);
+        quill_cpu::par::for_each_item(parts.collect(), quill_cpu::par::threads(), run);
     } else {
         parts.for_each(run);
     }
@@ -207,7 +206,7 @@ pub(crate) fn backward<R: Float>(
         .zip(mean.chunks(BLOCK).zip(rstd.chunks(BLOCK)))
         .zip(partial.chunks_mut(2 * d));
     if x.len() >= PARALLEL {
-        parts.collect::<Vec<_>>().into_par_iter().for_each(run);
+        quill_cpu::par::for_each_item(parts.collect(), quill_cpu::par::threads(), run);
     } else {
         parts.for_each(run);
     }

@@ -1,9 +1,14 @@
-//! Threading for kernels that write a strided destination: split the destination's outermost
-//! dim into row ranges whose memory is disjoint, and hand each range to rayon as its own
-//! `&mut` sub-slice. Small arrays stay on the calling thread.
+//! Threading. `fork` is the fork-join every parallel kernel runs through (the caller takes
+//! parts itself; `placement` keeps its helpers off its core); `for_dst_rows` serves kernels
+//! that write a strided destination: it splits the destination's outermost dim into row ranges
+//! whose memory is disjoint, each its own `&mut` sub-slice. Small arrays stay on the calling
+//! thread.
 
+mod fork;
+mod placement;
+
+pub use fork::{for_each, for_each_chunk, for_each_item, map, threads};
 use quill_core::LoopPlan;
-use rayon::prelude::*;
 
 /// Elements below which a kernel stays on one thread (thread hand-off costs a few µs).
 pub const GRAIN: usize = 1 << 16;
@@ -29,7 +34,7 @@ where
         .map(|(&d, &s)| (d - 1) * s.unsigned_abs())
         .sum();
     let s0 = strides[0];
-    let threads = rayon::current_num_threads();
+    let threads = threads();
     let numel = plan.numel();
     let splittable = s0 > 0 && s0 as usize > inner_span && n0 >= 2;
     if numel < GRAIN || threads < 2 || !splittable {
@@ -42,11 +47,8 @@ where
     let rows = n0.div_ceil(tasks).next_multiple_of(align.max(1)).min(n0);
     let start = plan.offsets[0];
     let end = start + (n0 - 1) * s0 + inner_span + 1;
-    dst[start..end]
-        .par_chunks_mut(s0 * rows)
-        .enumerate()
-        .for_each(|(i, chunk)| {
-            let r0 = i * rows;
-            body(chunk, start + r0 * s0, r0, (r0 + rows).min(n0));
-        });
+    for_each_chunk(&mut dst[start..end], s0 * rows, threads, |i, chunk| {
+        let r0 = i * rows;
+        body(chunk, start + r0 * s0, r0, (r0 + rows).min(n0));
+    });
 }

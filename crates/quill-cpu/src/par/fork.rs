@@ -1,8 +1,8 @@
-//! The GEMM's fork-join. Inside a rayon pool a region is a parallel iterator. Called from a
-//! thread outside the pool (a program's main thread, where most products start), rayon would
-//! park the caller while the pool runs every part, paying a wake-up on the way in and another
-//! on the way out, which on a small product costs more than the split saves. Here the caller
-//! runs parts itself while pool threads, once awake, claim the rest: whoever reaches a part
+//! The fork-join of every parallel CPU kernel. Inside a rayon pool a region is a parallel
+//! iterator. Called from a thread outside the pool (a program's main thread, where ops called
+//! from Python and most products start), rayon would park the caller while the pool runs every
+//! part, paying a wake-up on the way in and another on the way out, which on a small region
+//! costs more than the split saves. Here the caller runs parts itself while pool threads, once awake, claim the rest: whoever reaches a part
 //! first runs it, so a late helper costs nothing, and the caller spins (briefly: at most one
 //! part) for parts in flight instead of sleeping. A helper woken onto the caller's core moves
 //! to another one first (`placement.rs`).
@@ -22,7 +22,7 @@ struct Shared {
 /// helpers. Which thread runs which part varies; callers make each part's result independent
 /// of that. With `threads <= 1` (or one part) the parts run in order on this thread, which
 /// the loop nest's fusing kernel relies on (`gemm/nest.rs`).
-pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
+pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
     if parts <= 1 || threads <= 1 {
         (0..parts).for_each(f);
         return;
@@ -79,22 +79,48 @@ pub(crate) fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) 
 }
 
 /// `f(i, chunk)` for each `len`-long chunk `i` of `data` (the last may be shorter), through
-/// [`for_each`]: each chunk is claimed once, so the mutable borrows never overlap.
-pub(crate) fn for_each_chunk<T: Send, F: Fn(usize, &mut [T]) + Sync>(
+/// [`for_each_item`].
+pub fn for_each_chunk<T: Send, F: Fn(usize, &mut [T]) + Sync>(
     data: &mut [T],
     len: usize,
     threads: usize,
     f: F,
 ) {
-    // A lock per chunk hands its `&mut` to whichever thread claims it; never contended.
-    let chunks: Vec<std::sync::Mutex<&mut [T]>> = data
-        .chunks_mut(len.max(1))
-        .map(std::sync::Mutex::new)
+    let chunks: Vec<(usize, &mut [T])> = data.chunks_mut(len.max(1)).enumerate().collect();
+    for_each_item(chunks, threads, |(i, c)| f(i, c));
+}
+
+/// `f(item)` for each of `items` through [`for_each`]: each item is claimed once, so an item
+/// holding `&mut` borrows (chunks of an output, say) is used by one thread only.
+pub fn for_each_item<I: Send, F: Fn(I) + Sync>(items: Vec<I>, threads: usize, f: F) {
+    if items.len() <= 1 || threads <= 1 {
+        items.into_iter().for_each(f);
+        return;
+    }
+    // A lock per item hands it to whichever thread claims it; never contended.
+    let slots: Vec<std::sync::Mutex<Option<I>>> = items
+        .into_iter()
+        .map(|i| std::sync::Mutex::new(Some(i)))
         .collect();
-    for_each(chunks.len(), threads, |i| {
-        let mut c = chunks[i].lock().unwrap_or_else(|e| e.into_inner());
-        f(i, &mut c)
+    for_each(slots.len(), threads, |i| {
+        let item = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(item) = item {
+            f(item)
+        }
     });
+}
+
+/// `f(0)`, ..., `f(parts - 1)` through [`for_each`], collected in part order.
+pub fn map<R: Send, F: Fn(usize) -> R + Sync>(parts: usize, threads: usize, f: F) -> Vec<R> {
+    let mut out: Vec<Option<R>> = (0..parts).map(|_| None).collect();
+    for_each_chunk(&mut out, 1, threads, |i, slot| slot[0] = Some(f(i)));
+    // `for_each_chunk` ran every chunk once, so every slot is filled.
+    out.into_iter().flatten().collect()
+}
+
+/// The threads a region may use: those of the rayon pool the caller is in, or of the global one.
+pub fn threads() -> usize {
+    rayon::current_num_threads()
 }
 
 /// Runs parts until none is left unclaimed.
@@ -187,6 +213,32 @@ mod tests {
             });
             let want: Vec<usize> = (1..=n).collect();
             assert_eq!(data, want, "{n} values in chunks of {len}");
+        }
+    }
+
+    /// `map` gives `f(i)` in part order, outside the pool and inside it; `for_each_item` hands
+    /// every item (here owning a `&mut` chunk) to exactly one call.
+    #[test]
+    fn map_in_order_and_items_once() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for parts in [0, 1, 2, 5, 33] {
+            for threads in [1, 2, 4] {
+                let f = |i: usize| {
+                    std::hint::black_box((0..(i % 3) * 500).sum::<usize>());
+                    i * i + 1
+                };
+                let want: Vec<usize> = (0..parts).map(f).collect();
+                assert_eq!(super::map(parts, threads, f), want, "{parts} parts");
+                let inside = pool.install(|| super::map(parts, threads, f));
+                assert_eq!(inside, want, "{parts} parts in a pool");
+                let mut data = vec![0usize; parts];
+                let items: Vec<(usize, &mut usize)> = data.iter_mut().enumerate().collect();
+                super::for_each_item(items, threads, |(i, x)| *x += f(i));
+                assert_eq!(data, want, "{parts} items");
+            }
         }
     }
 
