@@ -2,20 +2,24 @@
 //! iterator. Called from a thread outside the pool (a program's main thread, where ops called
 //! from Python and most products start), rayon would park the caller while the pool runs every
 //! part, paying a wake-up on the way in and another on the way out, which on a small region
-//! costs more than the split saves. Here the caller runs parts itself while pool threads, once awake, claim the rest: whoever reaches a part
-//! first runs it, so a late helper costs nothing, and the caller spins (briefly: at most one
-//! part) for parts in flight instead of sleeping. A helper woken onto the caller's core moves
-//! to another one first (`placement.rs`).
+//! costs more than the split saves. Here the caller runs parts itself while pool threads, once
+//! awake, claim the rest: whoever reaches a part first runs it, so a late helper costs nothing,
+//! and the caller spins (briefly: at most one part) for parts in flight instead of sleeping. A
+//! helper woken onto the caller's core moves to another one first (`placement.rs`). A panic in
+//! a helper's part is caught and raised again on the caller, as rayon's iterators do.
 
 use super::placement;
 use rayon::prelude::*;
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// Part counter and the number of helpers inside `run`.
+/// Part counter, the number of helpers inside `claim`, and the first helper's panic.
 struct Shared {
     next: AtomicUsize,
     active: AtomicUsize,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 /// Runs `f(0)`, ..., `f(parts - 1)`, each once, on this thread and up to `threads - 1`
@@ -34,6 +38,7 @@ pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
     let shared = Arc::new(Shared {
         next: AtomicUsize::new(0),
         active: AtomicUsize::new(0),
+        panic: Mutex::new(None),
     });
     let home = placement::current_cpu();
     let job: &(dyn Fn(usize) + Sync) = &f;
@@ -51,7 +56,11 @@ pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
                 placement::step_aside(cpu);
             }
             s.active.fetch_add(1, SeqCst);
-            claim(&s, parts, job);
+            // Unwinding out of a `rayon::spawn` job would abort the process.
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| claim(&s, parts, job))) {
+                let mut first = s.panic.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(p);
+            }
             s.active.fetch_sub(1, SeqCst);
         });
     }
@@ -74,8 +83,17 @@ pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
             }
         }
     }
-    let _finish = Finish(&shared, parts);
+    let finish = Finish(&shared, parts);
     claim(&shared, parts, job);
+    drop(finish);
+    let caught = shared
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(p) = caught {
+        resume_unwind(p);
+    }
 }
 
 /// `f(i, chunk)` for each `len`-long chunk `i` of `data` (the last may be shorter), through
@@ -137,6 +155,7 @@ fn claim(s: &Shared, parts: usize, job: &(dyn Fn(usize) + Sync)) {
 #[cfg(test)]
 mod tests {
     use super::for_each;
+    use std::panic::AssertUnwindSafe;
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
     /// Every part runs exactly once, from outside the pool (the claiming path) and from inside
@@ -245,10 +264,8 @@ mod tests {
     /// A part that panics on the caller unwinds only after helpers are done with `f`'s
     /// borrows: the borrowed data is still intact when every started part finishes.
     ///
-    /// The panic must come from the caller's part, not from a fixed part number: a helper
-    /// that claimed that part first panicked inside `rayon::spawn`, which aborts the process
-    /// (about one run in 25 of the debug test binary). A helper's part waits until the caller
-    /// runs one, so the caller always gets a part (8 parts, 1 helper) and always panics.
+    /// A helper's part waits until the caller runs one, so the caller always gets a part (8
+    /// parts, 1 helper) and always panics.
     #[test]
     fn panic_waits_for_helpers() {
         use std::sync::atomic::AtomicBool;
@@ -267,5 +284,31 @@ mod tests {
             })
         });
         assert!(r.is_err());
+    }
+
+    /// A panic in a helper's part reaches the caller as a panic (it would abort the process
+    /// if it unwound out of the helper's rayon job), after the caller's own parts ran. The
+    /// caller's first part waits until a helper has run one, so a helper always panics.
+    #[test]
+    fn helper_panic_reaches_the_caller() {
+        use std::sync::atomic::AtomicBool;
+        let helper_ran = AtomicBool::new(false);
+        let caller_parts = AtomicUsize::new(0);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            for_each(6, 2, |_| {
+                if rayon::current_thread_index().is_some() {
+                    helper_ran.store(true, SeqCst);
+                    panic!("a helper's part");
+                }
+                while !helper_ran.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+                caller_parts.fetch_add(1, SeqCst);
+            })
+        }));
+        let msg = r.expect_err("the helper's panic is raised on the caller");
+        assert_eq!(msg.downcast_ref::<&str>(), Some(&"a helper's part"));
+        // The helper stopped at its panic; the caller ran every other part.
+        assert_eq!(caller_parts.load(SeqCst), 5);
     }
 }
