@@ -25,7 +25,7 @@ struct Shared {
 /// Runs `f(0)`, ..., `f(parts - 1)`, each once, on this thread and up to `threads - 1`
 /// helpers. Which thread runs which part varies; callers make each part's result independent
 /// of that. With `threads <= 1` (or one part) the parts run in order on this thread, which
-/// the loop nest's fusing kernel relies on (`gemm/nest.rs`).
+/// the loop nest's fusing kernel relies on (`matmul/gemm/nest.rs`).
 pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
     if parts <= 1 || threads <= 1 {
         (0..parts).for_each(f);
