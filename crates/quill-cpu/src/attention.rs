@@ -180,7 +180,7 @@ fn forward_t<T: AttnReal + crate::CpuElement>(
         };
         let tasks = outs.into_iter().zip(lses).enumerate();
         if parallel(dims) {
-            crate::par::for_each_item(tasks.collect(), crate::par::threads(), block);
+            crate::par::for_each_item(tasks, crate::par::threads(), block);
         } else {
             tasks.for_each(block);
         }
@@ -420,7 +420,7 @@ fn backward_t<T: AttnReal + crate::CpuElement>(
         .enumerate();
     if lq * lk > 0 {
         if parallel(dims) {
-            crate::par::for_each_item(parts.collect(), crate::par::threads(), one);
+            crate::par::for_each_item(parts, crate::par::threads(), one);
         } else {
             parts.for_each(one);
         }

@@ -129,11 +129,7 @@ fn run_chunks<T: Float>(rule: &Update, p: &mut [T], g: &[T], mut s: Vec<&mut [T]
             pieces[i].push(c);
         }
     }
-    let items: Vec<_> = p
-        .chunks_mut(CHUNK)
-        .zip(g.chunks(CHUNK))
-        .zip(pieces)
-        .collect();
+    let items = p.chunks_mut(CHUNK).zip(g.chunks(CHUNK)).zip(pieces);
     crate::par::for_each_item(items, crate::par::threads(), |((p, g), mut st)| {
         one(p, g, &mut st)
     });

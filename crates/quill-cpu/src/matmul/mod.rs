@@ -274,19 +274,10 @@ fn float_out<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
         let bm = Mat::new(b, ob, bt.b.0, bt.b.1);
         run([m, n, k], &am, &bm, c, nw.take(), t);
     };
-    if across_batch {
-        let items: Vec<_> = out
-            .chunks_mut(m * n)
-            .zip(narrows.iter_mut())
-            .enumerate()
-            .collect();
-        crate::par::for_each_item(items, threads, one);
-    } else {
-        out.chunks_mut(m * n)
-            .zip(narrows.iter_mut())
-            .enumerate()
-            .for_each(one);
-    }
+    // Not across the batch, the products run here in order, each on its `t` threads.
+    let batch_threads = if across_batch { threads } else { 1 };
+    let items = out.chunks_mut(m * n).zip(narrows.iter_mut()).enumerate();
+    crate::par::for_each_item(items, batch_threads, one);
 }
 
 /// How many of `threads` to give `work` multiply-adds: at least [`PER_THREAD`] each.

@@ -104,22 +104,27 @@ pub fn for_each_chunk<T: Send, F: Fn(usize, &mut [T]) + Sync>(
     threads: usize,
     f: F,
 ) {
-    let chunks: Vec<(usize, &mut [T])> = data.chunks_mut(len.max(1)).enumerate().collect();
-    for_each_item(chunks, threads, |(i, c)| f(i, c));
+    for_each_item(
+        data.chunks_mut(len.max(1)).enumerate(),
+        threads,
+        |(i, c)| f(i, c),
+    );
 }
 
 /// `f(item)` for each of `items` through [`for_each`]: each item is claimed once, so an item
 /// holding `&mut` borrows (chunks of an output, say) is used by one thread only.
-pub fn for_each_item<I: Send, F: Fn(I) + Sync>(items: Vec<I>, threads: usize, f: F) {
+pub fn for_each_item<I, F>(items: I, threads: usize, f: F)
+where
+    I: IntoIterator<IntoIter: ExactSizeIterator, Item: Send>,
+    F: Fn(I::Item) + Sync,
+{
+    let items = items.into_iter();
     if items.len() <= 1 || threads <= 1 {
-        items.into_iter().for_each(f);
+        items.for_each(f);
         return;
     }
     // A lock per item hands it to whichever thread claims it; never contended.
-    let slots: Vec<std::sync::Mutex<Option<I>>> = items
-        .into_iter()
-        .map(|i| std::sync::Mutex::new(Some(i)))
-        .collect();
+    let slots: Vec<Mutex<Option<I::Item>>> = items.map(|i| Mutex::new(Some(i))).collect();
     for_each(slots.len(), threads, |i| {
         let item = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(item) = item {
@@ -261,54 +266,38 @@ mod tests {
         }
     }
 
-    /// A part that panics on the caller unwinds only after helpers are done with `f`'s
-    /// borrows: the borrowed data is still intact when every started part finishes.
-    ///
-    /// A helper's part waits until the caller runs one, so the caller always gets a part (8
-    /// parts, 1 helper) and always panics.
+    /// A panic on either side reaches the caller's `catch_unwind`, with its message, only
+    /// after every started part is done with `f`'s borrows (the data they read is intact).
+    /// A helper's panic would abort the process if it unwound out of its rayon job, so it is
+    /// caught there and raised again on the caller. The other side's parts wait until the
+    /// panicking side has run one, so that side always gets a part (8 parts, 1 helper).
     #[test]
-    fn panic_waits_for_helpers() {
+    fn panic_reaches_the_caller_after_helpers() {
         use std::sync::atomic::AtomicBool;
-        let data = vec![1usize; 1000];
-        let caller_ran = AtomicBool::new(false);
-        let r = std::panic::catch_unwind(|| {
-            for_each(8, 2, |_| {
-                if rayon::current_thread_index().is_none() {
-                    caller_ran.store(true, SeqCst);
-                    panic!("a caller's part");
-                }
-                while !caller_ran.load(SeqCst) {
-                    std::thread::yield_now();
-                }
-                assert_eq!(data.iter().sum::<usize>(), 1000);
-            })
-        });
-        assert!(r.is_err());
-    }
-
-    /// A panic in a helper's part reaches the caller as a panic (it would abort the process
-    /// if it unwound out of the helper's rayon job), after the caller's own parts ran. The
-    /// caller's first part waits until a helper has run one, so a helper always panics.
-    #[test]
-    fn helper_panic_reaches_the_caller() {
-        use std::sync::atomic::AtomicBool;
-        let helper_ran = AtomicBool::new(false);
-        let caller_parts = AtomicUsize::new(0);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            for_each(6, 2, |_| {
-                if rayon::current_thread_index().is_some() {
-                    helper_ran.store(true, SeqCst);
-                    panic!("a helper's part");
-                }
-                while !helper_ran.load(SeqCst) {
-                    std::thread::yield_now();
-                }
-                caller_parts.fetch_add(1, SeqCst);
-            })
-        }));
-        let msg = r.expect_err("the helper's panic is raised on the caller");
-        assert_eq!(msg.downcast_ref::<&str>(), Some(&"a helper's part"));
-        // The helper stopped at its panic; the caller ran every other part.
-        assert_eq!(caller_parts.load(SeqCst), 5);
+        for helper_panics in [false, true] {
+            let data = vec![1usize; 1000];
+            let panicked = AtomicBool::new(false);
+            let other_parts = AtomicUsize::new(0);
+            let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                for_each(8, 2, |_| {
+                    if rayon::current_thread_index().is_some() == helper_panics {
+                        panicked.store(true, SeqCst);
+                        panic!("{}", if helper_panics { "helper" } else { "caller" });
+                    }
+                    while !panicked.load(SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    assert_eq!(data.iter().sum::<usize>(), 1000);
+                    other_parts.fetch_add(1, SeqCst);
+                })
+            }));
+            let msg = r.expect_err("the panic is raised on the caller");
+            let want = if helper_panics { "helper" } else { "caller" };
+            assert_eq!(msg.downcast_ref::<String>().map(String::as_str), Some(want));
+            if helper_panics {
+                // The helper stopped at its panic; the caller ran every other part.
+                assert_eq!(other_parts.load(SeqCst), 7);
+            }
+        }
     }
 }

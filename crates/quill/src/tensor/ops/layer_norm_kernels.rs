@@ -126,7 +126,7 @@ pub(crate) fn forward<R: Float>(
         .zip(rstd.chunks_mut(BLOCK))
         .map(|(((x, y), m), r)| (x, y, m, r));
     if x.len() >= PARALLEL {
-        quill_cpu::par::for_each_item(parts.collect(), quill_cpu::par::threads(), run);
+        quill_cpu::par::for_each_item(parts, quill_cpu::par::threads(), run);
     } else {
         parts.for_each(run);
     }
@@ -206,7 +206,7 @@ pub(crate) fn backward<R: Float>(
         .zip(mean.chunks(BLOCK).zip(rstd.chunks(BLOCK)))
         .zip(partial.chunks_mut(2 * d));
     if x.len() >= PARALLEL {
-        quill_cpu::par::for_each_item(parts.collect(), quill_cpu::par::threads(), run);
+        quill_cpu::par::for_each_item(parts, quill_cpu::par::threads(), run);
     } else {
         parts.for_each(run);
     }
