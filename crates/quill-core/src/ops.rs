@@ -120,6 +120,11 @@ macro_rules! binary_ops {
             /// Python's `%`: the result has the sign of the divisor (NumPy's `remainder`).
             (Remainder, remainder, Arith, float_remainder, remainder_scalar, [rremainder_scalar],
                 [remainder_assign, remainder_scalar_assign]),
+            /// Python's `//`, as NumPy's `floor_divide`: floats follow `npy_floor_divide` (NaN
+            /// for inf // finite, signed zeros, `x // 0` is `x / 0`), integers give 0 for a zero
+            /// divisor and wrap `MIN // -1` to `MIN`.
+            (FloorDiv, floor_divide, Arith, float_floor_divide, floor_divide_scalar,
+                [rfloor_divide_scalar], [floor_divide_assign, floor_divide_scalar_assign]),
             (Atan2, atan2, Float, f64::atan2, atan2_scalar, [ratan2_scalar], []),
             (Eq, eq, Compare, |a, b| a == b, eq_scalar, [], []),
             (Ne, ne, Compare, |a, b| a != b, ne_scalar, [], []),
@@ -410,7 +415,7 @@ impl BinaryOp {
             _ if common != DType::Bool => Ok(common),
             _ => match self {
                 Sub => bad("bool subtraction is not supported; use logical_xor"),
-                Pow | Remainder => bad("astype to a number first"),
+                Pow | Remainder | FloorDiv => bad("astype to a number first"),
                 _ => Ok(common),
             },
         }
@@ -438,6 +443,30 @@ pub fn float_remainder(a: f64, b: f64) -> f64 {
         }
     } else {
         0.0f64.copysign(b)
+    }
+}
+
+/// NumPy's float `floor_divide` (`npy_floor_divide` / `npy_divmod`): the quotient of `a - fmod(a,
+/// b)` by `b`, corrected down when the remainder's sign differs from `b`'s and rounded to the
+/// nearest integer; a zero quotient takes the sign of `a / b`, and `x // 0` is `x / 0`.
+pub fn float_floor_divide(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
     }
 }
 

@@ -65,6 +65,54 @@ pub fn scalar_dtype(s: Scalar) -> DType {
     }
 }
 
+/// The range of an integer dtype, as i128 so that every i64 and u64 value compares exactly.
+pub fn int_range(dtype: DType) -> Option<(i128, i128)> {
+    match dtype {
+        DType::U8 => Some((0, u8::MAX as i128)),
+        DType::I32 => Some((i32::MIN as i128, i32::MAX as i128)),
+        DType::I64 => Some((i64::MIN as i128, i64::MAX as i128)),
+        _ => None,
+    }
+}
+
+/// Whether a Python-style number may be written into an array of `dtype` (NumPy 2's
+/// `a[...] = v` and `fill`): an integer must lie in an integer dtype's range, and a float
+/// going to an integer dtype must be finite with its truncation in range. Out of range is an
+/// error whose message says "out of bounds for" (Python's `OverflowError`); NaN is "cannot
+/// convert float NaN to integer" (`ValueError`). Floats and bools take any number.
+pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Result<()> {
+    let Some((lo, hi)) = int_range(dtype) else {
+        return Ok(());
+    };
+    let v: i128 = match s {
+        Scalar::B(_) => return Ok(()),
+        Scalar::I(v) => v as i128,
+        Scalar::F(f) if f.is_nan() => {
+            return Err(crate::Error::invalid(
+                op,
+                format!("cannot convert float NaN to integer (writing into a {dtype} array)"),
+            ))
+        }
+        Scalar::F(f) if f.is_infinite() => {
+            return Err(crate::Error::invalid(
+                op,
+                format!(
+                    "cannot convert float {f} to integer: out of bounds for {dtype} (OverflowError)"
+                ),
+            ))
+        }
+        // Saturating: any value past i128's range is out of every dtype's range anyway.
+        Scalar::F(f) => f.trunc() as i128,
+    };
+    if v < lo || v > hi {
+        return Err(crate::Error::invalid(
+            op,
+            format!("Python integer {v} out of bounds for {dtype} (NumPy 2 rule; {lo}..={hi})"),
+        ));
+    }
+    Ok(())
+}
+
 /// NumPy's `same_kind` casting rule: a value of `from` may be written into `to` when `to`'s kind
 /// is no lower (bool -> integer -> float, never back).
 pub fn same_kind(from: DType, to: DType) -> bool {

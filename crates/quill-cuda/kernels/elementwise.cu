@@ -165,6 +165,31 @@ QD T irem(T a, T b) {
 QD int qrem(int a, int b) { return irem(a, b); }
 QD long long qrem(long long a, long long b) { return irem(a, b); }
 QD unsigned int qrem(unsigned int a, unsigned int b) { return b == 0u ? 0u : a % b; }
+// NumPy's floor_divide (npy_floor_divide): x // 0 is x / 0 for floats, 0 for integers; the
+// quotient of a - fmod(a, b), corrected down when the remainder's sign differs from b's.
+#define QUILL_FLOORDIV(T, FMOD, FLOOR, COPYSIGN)                                               \
+    QD T qfloordiv(T a, T b) {                                                               \
+        if (b == T(0)) return a / b;                                                         \
+        T m = FMOD(a, b);                                                                    \
+        T div = (a - m) / b;                                                                 \
+        if (m != T(0) && ((b < T(0)) != (m < T(0)))) div -= T(1);                            \
+        if (div == T(0)) return COPYSIGN(T(0), a / b);                                       \
+        T f = FLOOR(div);                                                                    \
+        return div - f > T(0.5) ? f + T(1) : f;                                              \
+    }
+QUILL_FLOORDIV(float, fmodf, floorf, copysignf)
+QUILL_FLOORDIV(double, fmod, floor, copysign)
+// Integers: MIN // -1 wraps to MIN (negated through unsigned, which is defined).
+template <class T>
+QD T ifloordiv(T a, T b) {
+    if (b == 0) return 0;
+    if (b == -1) return T(0ull - (unsigned long long)a);
+    T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+QD int qfloordiv(int a, int b) { return ifloordiv(a, b); }
+QD long long qfloordiv(long long a, long long b) { return ifloordiv(a, b); }
+QD unsigned int qfloordiv(unsigned int a, unsigned int b) { return b == 0u ? 0u : a / b; }
 
 // ---- op functors (templates over the compute type) -----------------------------------------
 #define QUILL_UNARY(NAME, EXPR) \
@@ -243,6 +268,7 @@ QUILL_BINARY(pow, qpow(a, b))
 QUILL_BINARY(maximum, qmax(a, b))
 QUILL_BINARY(minimum, qmin(a, b))
 QUILL_BINARY(remainder, qrem(a, b))
+QUILL_BINARY(floor_divide, qfloordiv(a, b))
 QUILL_BINARY(atan2, qatan2(a, b))
 QUILL_BINARY(logical_and, a && b)
 QUILL_BINARY(logical_or, a || b)

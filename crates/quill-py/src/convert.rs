@@ -18,6 +18,10 @@ pub fn err(e: Error) -> PyErr {
         Error::InvalidArgument { .. } if msg.contains("out of memory") => {
             pyo3::exceptions::PyMemoryError::new_err(msg)
         }
+        // A number a dtype cannot hold: NumPy 2's OverflowError.
+        Error::InvalidArgument { .. } if msg.contains("out of bounds for") => {
+            pyo3::exceptions::PyOverflowError::new_err(msg)
+        }
         Error::InvalidArgument { .. } if msg.contains("not defined for") => {
             PyTypeError::new_err(msg)
         }
@@ -87,6 +91,33 @@ pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
         return obj.extract::<f64>().ok().map(Scalar::F);
     }
     None
+}
+
+/// A Python int beyond i64's range, as the nearest f64 (Python's `float(x)`: an
+/// `OverflowError` past f64's range). `None` for anything else.
+pub fn big_int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    if !obj.is_exact_instance_of::<PyInt>() || obj.extract::<i64>().is_ok() {
+        return Ok(None);
+    }
+    let f = obj.py().import("builtins")?.getattr("float")?.call1((obj,))?;
+    Ok(Some(f.extract::<f64>()?))
+}
+
+/// The number a Python value writes into an array of `dtype` (`a[...] = v`, `fill`): a weak
+/// scalar, with ints beyond i64 taken by float and bool arrays only (NumPy 2: OverflowError
+/// for an integer dtype). `None` when `obj` is no Python number.
+pub fn fill_scalar(obj: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Option<Scalar>> {
+    if let Some(s) = scalar_of(obj) {
+        return Ok(Some(s));
+    }
+    match big_int_of(obj)? {
+        None => Ok(None),
+        Some(_) if dtype == DType::Bool => Ok(Some(Scalar::B(true))),
+        Some(v) if dtype.is_float() => Ok(Some(Scalar::F(v))),
+        Some(_) => Err(pyo3::exceptions::PyOverflowError::new_err(format!(
+            "Python integer {obj} out of bounds for {dtype} (NumPy 2 rule)"
+        ))),
+    }
 }
 
 /// An array from anything NumPy can make an array of. Python floats become float32 (needle's

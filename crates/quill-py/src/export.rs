@@ -95,6 +95,15 @@ pub unsafe fn get_buffer(
              {shape:?}, strides {strides:?}) is not; call .compact() first"
         )));
     }
+    // A broadcast view (or a view of one) shares its elements between positions: exported
+    // read-only, as NumPy's broadcast views are.
+    let readonly = a.is_readonly();
+    if readonly && has(ffi::PyBUF_WRITABLE) {
+        return Err(PyBufferError::new_err(format!(
+            "buffer protocol: this view (shape {shape:?}) is read-only (a broadcast view or a \
+             view of one) and the consumer asked for writable memory; call .compact() first"
+        )));
+    }
     let pinned = a.pin().q()?;
     let itemsize = a.dtype().size_in_bytes() as ffi::Py_ssize_t;
     let mut export = Box::new(BufferExport {
@@ -112,7 +121,7 @@ pub unsafe fn get_buffer(
     unsafe {
         (*view).buf = export._pinned.address() as *mut c_void;
         (*view).len = a.numel() as ffi::Py_ssize_t * itemsize;
-        (*view).readonly = 0;
+        (*view).readonly = c_int::from(readonly);
         (*view).itemsize = itemsize;
         (*view).format = if has(ffi::PyBUF_FORMAT) {
             format.as_ptr() as *mut c_char

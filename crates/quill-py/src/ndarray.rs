@@ -3,7 +3,8 @@
 //! drop their dim, comparisons give bool arrays, dtype promotion).
 
 use crate::convert::{
-    dtype_of, from_numpy_like, index_of, np_name, scalar_of, shape_args, to_numpy, Q,
+    big_int_of, dtype_of, fill_scalar, from_numpy_like, index_of, np_name, scalar_of,
+    shape_args, to_numpy, Q,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -104,6 +105,8 @@ impl PyNDArray {
 enum Operand {
     Array(Core),
     Scalar(Scalar),
+    /// A Python int beyond i64 (its float value): weak like any Python int.
+    BigInt(f64),
 }
 
 fn operand(x: &Bound<'_, PyAny>) -> PyResult<Operand> {
@@ -113,12 +116,43 @@ fn operand(x: &Bound<'_, PyAny>) -> PyResult<Operand> {
     if let Some(s) = scalar_of(x) {
         return Ok(Operand::Scalar(s));
     }
+    if let Some(v) = big_int_of(x)? {
+        return Ok(Operand::BigInt(v));
+    }
     Ok(Operand::Array(from_numpy_like(x, None)?))
+}
+
+/// `a op v` for a Python int `v` beyond i64, as NumPy 2: a float array takes it as a float,
+/// a comparison is decided by its sign (it lies past every value of an integer dtype), any
+/// other op with an integer or bool array is an OverflowError.
+fn big_int_scalar(a: &Core, op: BinaryOp, v: f64, reversed: bool) -> PyResult<Scalar> {
+    if a.dtype().is_float() || op.is_comparison() {
+        return Ok(Scalar::F(v));
+    }
+    let _ = reversed;
+    Err(pyo3::exceptions::PyOverflowError::new_err(format!(
+        "{}: Python integer {v:e} out of bounds for {} (NumPy 2 rule); astype the array to a \
+         float dtype first",
+        op.name(),
+        a.dtype()
+    )))
 }
 
 fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<Core> {
     match operand(other)? {
         Operand::Scalar(s) => a.binary_scalar(op, s, reversed).q(),
+        Operand::BigInt(v) if op.is_comparison() && !a.dtype().is_float() => {
+            // Every element is nearer zero than v: the answer is that of 0 against v.
+            let (l, r) = if reversed { (v, 0.0) } else { (0.0, v) };
+            let truth = op.eval_f64(l, r) != 0.0;
+            Core::full(a.shape(), truth, DType::Bool)
+                .and_then(|t| t.to_device(a.device()))
+                .q()
+        }
+        Operand::BigInt(v) => {
+            let s = big_int_scalar(a, op, v, reversed)?;
+            a.binary_scalar(op, s, reversed).q()
+        }
         Operand::Array(b) if reversed => b.binary(op, a).q(),
         Operand::Array(b) => a.binary(op, &b).q(),
     }
@@ -127,7 +161,28 @@ fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> P
 fn in_place(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>) -> PyResult<()> {
     match operand(other)? {
         Operand::Scalar(s) => a.binary_scalar_assign(op, s).q(),
+        Operand::BigInt(v) => {
+            let s = big_int_scalar(a, op, v, false)?;
+            a.binary_scalar_assign(op, s).q()
+        }
         Operand::Array(b) => a.binary_assign(op, &b).q(),
+    }
+}
+
+/// The value of `a[...] = value`: a Python number (range-checked against `dtype` where it is
+/// written) or an array.
+enum Fill {
+    Scalar(Scalar),
+    Array(Core),
+}
+
+fn fill_value(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Fill> {
+    if let Ok(a) = value.extract::<PyRef<PyNDArray>>() {
+        return Ok(Fill::Array(a.inner.clone()));
+    }
+    match fill_scalar(value, dtype)? {
+        Some(s) => Ok(Fill::Scalar(s)),
+        None => Ok(Fill::Array(from_numpy_like(value, None)?)),
     }
 }
 
@@ -285,8 +340,9 @@ impl PyNDArray {
         let a = &self.inner;
         a.is_contiguous() && a.offset() == 0 && a.numel() == a.buffer_len()
     }
+    /// A compact array: this one when it already is (and is writable), else a copy.
     fn compact(&self) -> PyResult<Self> {
-        Ok(if self.is_compact() {
+        Ok(if self.is_compact() && !self.inner.is_readonly() {
             self.clone()
         } else {
             let c = if self.inner.is_contiguous() {
@@ -331,7 +387,8 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
     }
     fn fill(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let s = scalar_of(value).ok_or_else(|| PyTypeError::new_err("fill takes a number"))?;
+        let s = fill_scalar(value, self.inner.dtype())?
+            .ok_or_else(|| PyTypeError::new_err("fill takes a number"))?;
         self.inner.assign_scalar(s).q()
     }
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -424,17 +481,21 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.slice(&index_of(idx)?).q()?))
     }
     fn __setitem__(&self, idx: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let dtype = self.inner.dtype();
         if let Some(mask) = bool_mask(idx) {
-            let v = match operand(value)? {
-                Operand::Scalar(s) => Core::full(&[], s, self.inner.dtype()).q()?,
-                Operand::Array(a) => a,
+            let v = match fill_value(value, dtype)? {
+                Fill::Scalar(s) => {
+                    self.inner.check_fits("boolean index assignment", s).q()?;
+                    Core::full(&[], s, dtype).q()?
+                }
+                Fill::Array(a) => a,
             };
             return self.inner.assign_mask(&mask, &v).map_err(index_err);
         }
         let view = self.inner.slice(&index_of(idx)?).q()?;
-        match operand(value)? {
-            Operand::Scalar(s) => view.assign_scalar(s).q(),
-            Operand::Array(a) => view.assign(&a).q(),
+        match fill_value(value, dtype)? {
+            Fill::Scalar(s) => view.assign_scalar(s).q(),
+            Fill::Array(a) => view.assign(&a).q(),
         }
     }
 
@@ -465,31 +526,14 @@ impl PyNDArray {
     fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Remainder, o, false).map(PyNDArray::wrap)
     }
+    fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::Remainder, o, true).map(PyNDArray::wrap)
+    }
     fn __pow__(&self, o: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<Self> {
         if !modulo.is_none() {
             return Err(PyTypeError::new_err(
                 "pow() with a modulus is not supported",
             ));
-        }
-        let int = !self.inner.dtype().is_float() && self.inner.dtype() != DType::Bool;
-        if int {
-            let negative = match operand(o)? {
-                Operand::Scalar(Scalar::I(e)) => e < 0,
-                Operand::Array(b) if !b.dtype().is_float() => b
-                    .lt_scalar(0)
-                    .q()?
-                    .any(None, false)
-                    .q()?
-                    .item::<bool>()
-                    .q()?,
-                _ => false,
-            };
-            if negative {
-                return Err(PyValueError::new_err(
-                    "Integers to negative integer powers are not allowed (as NumPy); cast to \
-                     float first",
-                ));
-            }
         }
         binary(&self.inner, BinaryOp::Pow, o, false).map(PyNDArray::wrap)
     }
@@ -499,7 +543,7 @@ impl PyNDArray {
     fn __matmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         match operand(o)? {
             Operand::Array(b) => Ok(PyNDArray::wrap(self.inner.matmul(&b).q()?)),
-            Operand::Scalar(_) => Err(PyValueError::new_err(
+            Operand::Scalar(_) | Operand::BigInt(_) => Err(PyValueError::new_err(
                 "matmul: operands must have at least one dim (multiply by a scalar with *)",
             )),
         }
@@ -507,7 +551,7 @@ impl PyNDArray {
     fn __rmatmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         match operand(o)? {
             Operand::Array(b) => Ok(PyNDArray::wrap(b.matmul(&self.inner).q()?)),
-            Operand::Scalar(_) => Err(PyValueError::new_err(
+            Operand::Scalar(_) | Operand::BigInt(_) => Err(PyValueError::new_err(
                 "matmul: operands must have at least one dim (multiply by a scalar with *)",
             )),
         }
@@ -840,25 +884,14 @@ impl PyNDArray {
     fn __pos__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.try_deep_copy().q()?))
     }
-    fn __floordiv__<'py>(
-        slf: Bound<'py, Self>,
-        o: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let f = slf
-            .py()
-            .import("quill.array_api")?
-            .getattr("floor_divide")?;
-        f.call1((slf, o))
+    fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::FloorDiv, o, false).map(PyNDArray::wrap)
     }
-    fn __rfloordiv__<'py>(
-        slf: Bound<'py, Self>,
-        o: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let f = slf
-            .py()
-            .import("quill.array_api")?
-            .getattr("floor_divide")?;
-        f.call1((o, slf))
+    fn __rfloordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        binary(&self.inner, BinaryOp::FloorDiv, o, true).map(PyNDArray::wrap)
+    }
+    fn __ifloordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        in_place(&self.inner, BinaryOp::FloorDiv, o)
     }
     /// The array on `device` (the Array API's name for `.to`).
     #[pyo3(signature = (device, /, *, stream = None))]

@@ -217,9 +217,18 @@ fn run_scalar_fill<T: CpuElement>(seed: u64, ops: usize) {
     let shape = random_shape(&mut rng, 5, 8, 2000);
     let init: Vec<T> = random_values(&mut rng, numel(&shape));
     let (base, ch) = writable_view(&mut rng, &init, &shape, ops);
-    let value = Scalar::F(rng.int(-300, 300) as f64 * 0.5);
+    let x = rng.int(-300, 300) as f64 * 0.5;
+    let value = Scalar::F(x);
     let v = T::from_scalar(value);
     let mut mirror = init.clone();
+    // NumPy 2: a number outside an integer dtype's range (after truncation) is refused and
+    // nothing is written; only u8 cannot hold some of -150..=150.
+    if T::DTYPE == DType::U8 && x.trunc() < 0.0 {
+        let e = ch.arr.assign_scalar(value).unwrap_err();
+        assert!(e.to_string().contains("out of bounds for u8"), "{e}");
+        check_all_views(&base, &mirror, &ch.describe());
+        return;
+    }
     for o in offsets_of(&ch.arr) {
         mirror[o] = v;
     }
@@ -446,10 +455,12 @@ fn writing_into_a_broadcast_view_errs_and_writes_nothing() {
     assert_eq!(v.strides()[0], 0);
     v.assign_scalar(-1).unwrap();
     assert_eq!(a.to_vec::<i64>().unwrap()[4..8], [-1, -1, -1, -1]);
-    // Indexing a broadcast view down to one element makes it writable again.
+    // Indexing a broadcast view down to one element keeps it read-only (NumPy: the view of a
+    // read-only array is read-only), or b[2, 3] = 99 would write every row's element.
     let one = views[0].slice(&s![2, 3]).unwrap();
-    one.assign_scalar(99).unwrap();
-    assert_eq!(a.to_vec::<i64>().unwrap()[3], 99);
+    let e = one.assign_scalar(99).unwrap_err();
+    assert!(e.to_string().contains("read-only"), "{e}");
+    assert_eq!(a.to_vec::<i64>().unwrap()[3], 3);
 }
 
 #[test]
@@ -505,12 +516,18 @@ fn bad_indices_in_set_err() {
 #[test]
 fn assign_scalar_casts_with_numpy_rules() {
     let a = NDArray::zeros(&[4], DType::U8).unwrap();
+    // Casts wrap (x86 NumPy's C casts), but NumPy 2's setitem refuses a number out of the
+    // dtype's range: assign_scalar errs there and writes nothing.
     for (v, want) in [(-1.0f64, 255u8), (300.0, 44), (2.9, 2)] {
-        a.assign_scalar(v).unwrap();
-        let w = u8::from_scalar(Scalar::F(v));
-        assert_eq!(w, want);
-        assert_eq!(a.to_vec::<u8>().unwrap(), vec![w; 4]);
+        assert_eq!(u8::from_scalar(Scalar::F(v)), want);
     }
+    for v in [-1.0f64, 300.0] {
+        let e = a.assign_scalar(v).unwrap_err();
+        assert!(e.to_string().contains("out of bounds for u8"), "{e}");
+        assert_eq!(a.to_vec::<u8>().unwrap(), vec![0; 4]);
+    }
+    a.assign_scalar(2.9).unwrap();
+    assert_eq!(a.to_vec::<u8>().unwrap(), vec![2; 4]);
     let b = NDArray::zeros(&[3], DType::Bool).unwrap();
     b.assign_scalar(f64::NAN).unwrap();
     assert_eq!(b.to_vec::<bool>().unwrap(), vec![true; 3]);

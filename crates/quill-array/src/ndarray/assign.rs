@@ -6,9 +6,10 @@ use quill_core::{DType, Error, Result, Scalar, SliceArg};
 use std::sync::Arc;
 
 impl NDArray {
-    /// This array when it is already contiguous (no copy), otherwise a contiguous copy.
+    /// This array when it is already contiguous and writable (no copy), otherwise a contiguous
+    /// copy.
     pub fn compact(&self) -> NDArray {
-        if self.is_contiguous() {
+        if self.is_contiguous() && !self.readonly {
             self.clone()
         } else {
             self.deep_copy()
@@ -64,6 +65,14 @@ impl NDArray {
                 strides: self.strides().to_vec(),
                 dim,
             }),
+            None if self.readonly => Err(Error::invalid(
+                op,
+                format!(
+                    "assignment destination is read-only: this view (shape {:?}) is part of a \
+                     broadcast view, whose elements are shared; compact() it first",
+                    self.shape()
+                ),
+            )),
             None => Ok(()),
         }
     }
@@ -115,10 +124,20 @@ impl NDArray {
         }
     }
 
-    /// Writes `value` (cast to this array's dtype) at every element of this view.
+    /// Writes `value` at every element of this view. As NumPy 2, a value the dtype cannot hold
+    /// (an integer out of range, a float that is NaN, infinite or out of range for an integer
+    /// dtype) is an error rather than a wrapped or saturated number.
     pub fn assign_scalar(&self, value: impl Into<Scalar>) -> Result<()> {
+        let value = value.into();
         self.check_writable("assign_scalar")?;
-        self.write().fill(&self.layout, value.into())
+        quill_core::promote::check_scalar_fits("assign_scalar", self.dtype, value)?;
+        self.write().fill(&self.layout, value)
+    }
+
+    /// Whether `value` may be written into this array (see `assign_scalar`), as an error
+    /// naming `op` when not.
+    pub fn check_fits(&self, op: &'static str, value: impl Into<Scalar>) -> Result<()> {
+        quill_core::promote::check_scalar_fits(op, self.dtype, value.into())
     }
 
     /// `self[index] = src` (NumPy basic indexing, `src` broadcast and cast).

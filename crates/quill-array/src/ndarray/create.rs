@@ -237,7 +237,8 @@ impl NDArray {
         }
         let n = checked_len("full", shape, dtype)?;
         let out = NDArray::fresh(Storage::for_overwrite(device, dtype, n)?, shape)?;
-        out.assign_scalar(value)?;
+        // Cast as `full` casts on the CPU (no range check: that is the setitem path's).
+        out.write().fill(&out.layout, value.into())?;
         Ok(out)
     }
 }

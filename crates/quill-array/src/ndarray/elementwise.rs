@@ -29,6 +29,7 @@ impl NDArray {
 
     /// `op(self, other)` with NumPy broadcasting and type promotion.
     pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
+        check_int_power(op, self.dtype, other)?;
         // Same shape and dtype (most calls): no broadcast layouts or casts.
         if self.shape() == other.shape()
             && self.dtype == other.dtype
@@ -85,6 +86,7 @@ impl NDArray {
             });
         }
         self.check_writable(op.name())?;
+        check_int_power(op, self.dtype, other)?;
         let result = op.result_dtype(self.dtype, other.dtype)?;
         if !quill_core::promote::same_kind(result, self.dtype) {
             return Err(Error::invalid(
@@ -154,6 +156,28 @@ impl NDArray {
         self.binary_scalar(BinaryOp::Maximum, min, false)?
             .binary_scalar(BinaryOp::Minimum, max, false)
     }
+}
+
+/// NumPy refuses an integer power with a negative integer exponent anywhere in the exponent
+/// (the exact result is not an integer), whichever operand is an array or a scalar.
+fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray) -> Result<()> {
+    if op != BinaryOp::Pow || !op.compute_dtype(base, exponent.dtype)?.is_int() {
+        return Ok(());
+    }
+    if !matches!(exponent.dtype, DType::I32 | DType::I64) || exponent.numel() == 0 {
+        return Ok(());
+    }
+    let lowest = exponent.min(None, false)?.item::<i64>()?;
+    if lowest < 0 {
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "Integers to negative integer powers are not allowed (NumPy's rule): a {base} \
+                 base with exponent {lowest}; astype to a float dtype first"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The rank-0 array a weak scalar becomes next to an array of dtype `array`.

@@ -47,6 +47,10 @@ pub struct NDArray {
     storage: Arc<Shared>,
     layout: Layout,
     dtype: DType,
+    /// Set on a view made by broadcasting (a dim of stride 0 and size > 1) and kept by every
+    /// view of it: an index that drops the broadcast dim must not make the shared elements
+    /// writable (NumPy's read-only broadcast views). Copies are writable.
+    readonly: bool,
 }
 
 /// Refuses a buffer of `numel` elements of `dtype` larger than this machine's memory and swap:
@@ -113,6 +117,7 @@ impl NDArray {
             }),
             layout,
             dtype,
+            readonly: false,
         }
     }
 
@@ -122,6 +127,7 @@ impl NDArray {
             storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
+            readonly: self.readonly,
         }
     }
 
@@ -162,6 +168,10 @@ impl NDArray {
     }
     pub fn device(&self) -> Device {
         self.read().device()
+    }
+    /// True for a broadcast view and every view of one: writes through it are refused.
+    pub fn is_readonly(&self) -> bool {
+        self.readonly || self.layout.broadcast_dim().is_some()
     }
     /// C-contiguous (size-1 dims ignored): the elements are one run of the buffer, in order.
     pub fn is_contiguous(&self) -> bool {

@@ -31,9 +31,12 @@ impl NDArray {
         Ok(self.with_layout(self.layout.transpose(a, b)?))
     }
 
-    /// Broadcast with stride 0 (NumPy rules). The result is read-only: assigning into it errs.
+    /// Broadcast with stride 0 (NumPy rules). The result is read-only when a dim was repeated,
+    /// and so is every view of it: assigning into them errs.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<NDArray> {
-        Ok(self.with_layout(self.layout.broadcast_to(shape)?))
+        let mut v = self.with_layout(self.layout.broadcast_to(shape)?);
+        v.readonly |= v.layout.broadcast_dim().is_some();
+        Ok(v)
     }
 
     pub fn squeeze(&self, axes: &[isize]) -> Result<NDArray> {

@@ -114,6 +114,7 @@ fn float_binary<T: FloatElement>(op: BinaryOp, sink: &mut impl Sink<T>) -> Resul
         Maximum => sink.same(f!(|x, y| if x >= y || x.is_nan() { x } else { y })),
         Minimum => sink.same(f!(|x, y| if x <= y || x.is_nan() { x } else { y })),
         Remainder => sink.same(f!(|x, y| x.rem_floor(y))),
+        FloorDiv => sink.same(f!(|x, y| x.floor_div(y))),
         Atan2 => sink.same(f!(|x, y| x.atan2(y))),
         Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: T| v.up()),
         LogicalAnd | LogicalOr | LogicalXor | BitAnd | BitOr | BitXor | Shl | Shr => {
@@ -155,6 +156,17 @@ macro_rules! int_kernel {
                             let m = x.wrapping_rem(y);
                             #[allow(unused_comparisons)]
                             if m != 0 && ((m < 0) != (y < 0)) { m.wrapping_add(y) } else { m }
+                        }
+                    }),
+                    FloorDiv => sink.same(|x: $t, y: $t| {
+                        // Floored; NumPy gives 0 for a zero divisor and MIN for MIN // -1
+                        // (wrapping_div's result).
+                        if y == 0 {
+                            0
+                        } else {
+                            let q = x.wrapping_div(y);
+                            #[allow(unused_comparisons)]
+                            if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q }
                         }
                     }),
                     Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: $t| v),
@@ -225,7 +237,7 @@ impl BinaryKernel for bool {
             LogicalXor | BitXor => sink.same(|x: bool, y: bool| x ^ y),
             BitOr => sink.same(|x: bool, y: bool| x | y),
             Eq | Ne | Lt | Le | Gt | Ge => compare!(op, sink, |v: bool| v),
-            Sub | Div | Pow | Remainder | Atan2 | Shl | Shr => {
+            Sub | Div | Pow | Remainder | FloorDiv | Atan2 | Shl | Shr => {
                 return Err(unsupported(op, quill_core::DType::Bool))
             }
         }

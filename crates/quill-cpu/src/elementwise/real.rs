@@ -16,6 +16,7 @@ pub trait Real: Copy + Send + Sync + PartialOrd + std::fmt::Debug {
     fn powf(self, b: Self) -> Self;
     fn atan2(self, b: Self) -> Self;
     fn rem_floor(self, b: Self) -> Self;
+    fn floor_div(self, b: Self) -> Self;
     fn is_nan(self) -> bool;
     fn is_infinite(self) -> bool;
     fn is_sign_negative(self) -> bool;
@@ -134,6 +135,28 @@ macro_rules! real {
                     }
                 } else {
                     (0.0 as $t).copysign(b)
+                }
+            }
+            /// NumPy's `floor_divide` (`npy_floor_divide`), as `quill_core::ops::float_floor_divide`.
+            #[inline(always)]
+            fn floor_div(self, b: Self) -> Self {
+                if b == 0.0 {
+                    return self / b;
+                }
+                let m = self % b;
+                let mut div = (self - m) / b;
+                if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div != 0.0 {
+                    let f = div.floor();
+                    if div - f > 0.5 {
+                        f + 1.0
+                    } else {
+                        f
+                    }
+                } else {
+                    (0.0 as $t).copysign(self / b)
                 }
             }
             #[inline(always)]

@@ -62,7 +62,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         return obj.astype(dtype)
     if dtype is None and isinstance(obj, float):
         dtype = float64
-    a = _np.asarray(obj)
+    # NumPy checks Python numbers against the dtype (300 into uint8 is an OverflowError).
+    np_dtype = None if dtype is None or str(dtype) == "bfloat16" else str(dtype)
+    a = _np.asarray(obj, dtype=np_dtype)
     if dtype is None and a.dtype == _np.float64:
         dtype = float64  # the standard's default float for Python floats here
     return NDArray(a, device=device, dtype=dtype)
@@ -178,17 +180,6 @@ def bitwise_invert(x, /):
 _FLOATS = (float16, float32, float64, "bfloat16")
 
 
-def floor_divide(x1, x2, /):
-    out = floor(divide(x1, x2))
-    # Python numbers are weak: the arrays alone set the dtype.
-    dt = result_type(*[v for v in (x1, x2) if isinstance(v, NDArray)])
-    if dt in _FLOATS:
-        return out
-    # Integers: the floored quotient in the operands' dtype, 0 for a zero divisor (NumPy).
-    zero = equal(x2, 0) if isinstance(x2, NDArray) else asarray(x2 == 0)
-    return where(zero, 0.0, out).astype(dt)
-
-
 def _weak(x, like):
     """A Python number as an array of `like`'s dtype (NumPy 2's weak scalars); a float with an
     integer array stays a float64 array."""
@@ -233,12 +224,21 @@ for _name in ["max", "min", "mean", "any", "all"]:
     globals()[_name] = _r(_name)
 
 
+def _reduce_as(x, name, axis, dtype, keepdims):
+    """sum / prod with the standard's dtype=: the result has that dtype (NumPy accumulates in
+    it; integers wrap alike either way, since the i64 accumulation agrees modulo the width)."""
+    if dtype is None:
+        return x._reduce(name, axis, keepdims, 0)
+    out = x.astype(dtype)._reduce(name, axis, keepdims, 0)
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001 - the standard's name
-    return (x if dtype is None else x.astype(dtype))._reduce("sum", axis, keepdims, 0)
+    return _reduce_as(x, "sum", axis, dtype, keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    return (x if dtype is None else x.astype(dtype))._reduce("prod", axis, keepdims, 0)
+    return _reduce_as(x, "prod", axis, dtype, keepdims)
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):

@@ -78,7 +78,7 @@ fn every_unary_op_on_every_dtype_and_layout(dev: Device) {
 /// wraps to the width).
 fn naive_binary(op: BinaryOp, compute: DType, result: DType, x: f64, y: f64) -> f64 {
     let (x, y) = (round_to(x, compute), round_to(y, compute));
-    if op == BinaryOp::Remainder && !compute.is_float() && y == 0.0 {
+    if matches!(op, BinaryOp::Remainder | BinaryOp::FloorDiv) && !compute.is_float() && y == 0.0 {
         return 0.0;
     }
     if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {

@@ -181,9 +181,10 @@ impl Backward for Binary {
                     need.1.then(|| g.mul(a)?.div(&den)?.neg()).transpose()?,
                 )
             }
-            // Integer and bool results: nothing to differentiate.
-            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor | BitAnd | BitOr
-            | BitXor | Shl | Shr => (None, None),
+            // Piecewise constant (floor_divide) or integer and bool results: nothing to
+            // differentiate.
+            FloorDiv | Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor
+            | BitAnd | BitOr | BitXor | Shl | Shr => (None, None),
         };
         Ok(vec![
             ga.map(|t| sum_to(&t, a.shape())).transpose()?,
