@@ -155,7 +155,8 @@ macro_rules! binary_ops {
 pub enum UnaryKind {
     /// Same dtype as the input (neg, abs, square, ...), for numbers; bool is rejected.
     SameNumeric,
-    /// A float op: float inputs keep their dtype, integers and bool give f64 (NumPy).
+    /// A float op: float inputs keep their dtype, bool and uint8 give f16, wider integers f64
+    /// (NumPy).
     Float,
     /// Rounding: floats keep their dtype, integers and bool are returned unchanged.
     Rounding,
@@ -358,12 +359,16 @@ impl UnaryOp {
     /// op does not accept.
     pub fn result_dtype(self, input: DType) -> Result<DType> {
         match self.kind() {
+            // NumPy's absolute of bool is the identity.
+            UnaryKind::SameNumeric if input == DType::Bool && self == UnaryOp::Abs => Ok(input),
             UnaryKind::SameNumeric if input == DType::Bool => Err(Error::invalid(
                 self.name(),
                 "not defined for bool arrays; use logical_not, or astype to a number first",
             )),
             UnaryKind::SameNumeric | UnaryKind::Rounding => Ok(input),
             UnaryKind::Float if input.is_float() => Ok(input),
+            // NumPy's smallest float that holds the input: f16 for bool and uint8.
+            UnaryKind::Float if matches!(input, DType::Bool | DType::U8) => Ok(DType::F16),
             UnaryKind::Float => Ok(DType::F64),
             UnaryKind::Predicate => Ok(DType::Bool),
         }
@@ -406,7 +411,11 @@ impl BinaryOp {
         };
         match self.kind() {
             BinaryKind::Logical => Ok(DType::Bool),
-            // Division and the transcendental ops are float ops: integers give f64, as NumPy.
+            // Division and the transcendental ops are float ops: integers give f64, as NumPy;
+            // atan2 (a plain float loop in NumPy, unlike true_divide) gives f16 for bool/uint8.
+            BinaryKind::Float if self == Atan2 && matches!(common, DType::Bool | DType::U8) => {
+                Ok(DType::F16)
+            }
             BinaryKind::Float if !common.is_float() => Ok(DType::F64),
             BinaryKind::Bitwise | BinaryKind::Shift if common.is_float() => {
                 bad("bitwise ops take integers and bool")

@@ -22,7 +22,9 @@ pub fn err(e: Error) -> PyErr {
         Error::InvalidArgument { .. } if msg.contains("out of bounds for") => {
             pyo3::exceptions::PyOverflowError::new_err(msg)
         }
-        Error::InvalidArgument { .. } if msg.contains("not defined for") => {
+        Error::InvalidArgument { .. }
+            if msg.contains("not defined for") || msg.contains("casting rule same_kind") =>
+        {
             PyTypeError::new_err(msg)
         }
         Error::Device { .. } | Error::DeviceMismatch { .. } => PyRuntimeError::new_err(msg),
@@ -99,7 +101,11 @@ pub fn big_int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     if !obj.is_exact_instance_of::<PyInt>() || obj.extract::<i64>().is_ok() {
         return Ok(None);
     }
-    let f = obj.py().import("builtins")?.getattr("float")?.call1((obj,))?;
+    let f = obj
+        .py()
+        .import("builtins")?
+        .getattr("float")?
+        .call1((obj,))?;
     Ok(Some(f.extract::<f64>()?))
 }
 

@@ -3,8 +3,8 @@
 //! drop their dim, comparisons give bool arrays, dtype promotion).
 
 use crate::convert::{
-    big_int_of, dtype_of, fill_scalar, from_numpy_like, index_of, np_name, scalar_of,
-    shape_args, to_numpy, Q,
+    big_int_of, dtype_of, fill_scalar, from_numpy_like, index_of, np_name, scalar_of, shape_args,
+    to_numpy, Q,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -159,6 +159,7 @@ fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> P
 }
 
 fn in_place(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    a.check_writable(op.name()).q()?;
     match operand(other)? {
         Operand::Scalar(s) => a.binary_scalar_assign(op, s).q(),
         Operand::BigInt(v) => {
@@ -366,7 +367,10 @@ impl PyNDArray {
     #[pyo3(signature = (*shape))]
     fn broadcast_to(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let s = usize_shape(&shape_args(shape)?, "broadcast_to")?;
-        Ok(PyNDArray::wrap(self.inner.broadcast_to(&s).q()?))
+        // Read-only as NumPy's, also where no dim is repeated.
+        Ok(PyNDArray::wrap(
+            self.inner.broadcast_to(&s).q()?.into_readonly(),
+        ))
     }
     #[pyo3(signature = (axes = None))]
     fn flip(&self, axes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -387,6 +391,7 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
     }
     fn fill(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.check_writable("fill").q()?;
         let s = fill_scalar(value, self.inner.dtype())?
             .ok_or_else(|| PyTypeError::new_err("fill takes a number"))?;
         self.inner.assign_scalar(s).q()
@@ -483,6 +488,8 @@ impl PyNDArray {
     fn __setitem__(&self, idx: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let dtype = self.inner.dtype();
         if let Some(mask) = bool_mask(idx) {
+            // Read-only before the value's range, as NumPy.
+            self.inner.check_writable("boolean index assignment").q()?;
             let v = match fill_value(value, dtype)? {
                 Fill::Scalar(s) => {
                     self.inner.check_fits("boolean index assignment", s).q()?;
@@ -493,6 +500,7 @@ impl PyNDArray {
             return self.inner.assign_mask(&mask, &v).map_err(index_err);
         }
         let view = self.inner.slice(&index_of(idx)?).q()?;
+        view.check_writable("assign").q()?;
         match fill_value(value, dtype)? {
             Fill::Scalar(s) => view.assign_scalar(s).q(),
             Fill::Array(a) => view.assign(&a).q(),

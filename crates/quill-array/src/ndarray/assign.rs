@@ -57,7 +57,9 @@ impl NDArray {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    pub(super) fn check_writable(&self, op: &'static str) -> Result<()> {
+    /// An error naming `op` when this array is read-only (a broadcast view or a view of one);
+    /// writes check this before anything else, as NumPy's do.
+    pub fn check_writable(&self, op: &'static str) -> Result<()> {
         match self.layout.broadcast_dim() {
             Some(dim) => Err(Error::ReadOnlyView {
                 op,

@@ -11,6 +11,9 @@ use quill_core::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
 impl NDArray {
     /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
     pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
+        if op == UnaryOp::Abs && self.dtype == DType::Bool {
+            return self.try_deep_copy(); // NumPy's abs of bool: the same values
+        }
         let compute = op.compute_dtype(self.dtype)?;
         super::check_alloc(op.name(), self.numel(), compute)?;
         let src = self.cast_for(compute);
@@ -29,12 +32,12 @@ impl NDArray {
 
     /// `op(self, other)` with NumPy broadcasting and type promotion.
     pub fn binary(&self, op: BinaryOp, other: &NDArray) -> Result<NDArray> {
-        check_int_power(op, self.dtype, other)?;
         // Same shape and dtype (most calls): no broadcast layouts or casts.
         if self.shape() == other.shape()
             && self.dtype == other.dtype
             && op.compute_dtype(self.dtype, other.dtype)? == self.dtype
         {
+            check_int_power(op, self.dtype, other, self.numel())?;
             super::check_alloc(op.name(), self.numel(), self.dtype)?;
             // Operands on one device (the common case) need no colocating: the dispatch
             // itself refuses a mix, and only then are they colocated below.
@@ -46,6 +49,7 @@ impl NDArray {
         }
         let shape = broadcast_shapes(op.name(), self.shape(), other.shape())?;
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
+        check_int_power(op, self.dtype, other, shape.iter().product())?;
         super::check_alloc(op.name(), shape.iter().product(), compute)?;
         let [a, b] = colocate(op.name(), [self, other])?;
         let (a, b) = (a.cast_for(compute), b.cast_for(compute));
@@ -86,7 +90,7 @@ impl NDArray {
             });
         }
         self.check_writable(op.name())?;
-        check_int_power(op, self.dtype, other)?;
+        check_int_power(op, self.dtype, other, self.numel())?;
         let result = op.result_dtype(self.dtype, other.dtype)?;
         if !quill_core::promote::same_kind(result, self.dtype) {
             return Err(Error::invalid(
@@ -122,6 +126,7 @@ impl NDArray {
 
     /// `self = op(self, value)` in place, the scalar weak as in `binary_scalar`.
     pub fn binary_scalar_assign(&self, op: BinaryOp, value: impl Into<Scalar>) -> Result<()> {
+        self.check_writable(op.name())?;
         let s = scalar_array(op, self.dtype, value.into())?;
         self.binary_assign(op, &s)
     }
@@ -159,12 +164,13 @@ impl NDArray {
 }
 
 /// NumPy refuses an integer power with a negative integer exponent anywhere in the exponent
-/// (the exact result is not an integer), whichever operand is an array or a scalar.
-fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray) -> Result<()> {
+/// (the exact result is not an integer), whichever operand is an array or a scalar. NumPy
+/// checks each computed element, so a result of `out_numel == 0` elements is never refused.
+fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray, out_numel: usize) -> Result<()> {
     if op != BinaryOp::Pow || !op.compute_dtype(base, exponent.dtype)?.is_int() {
         return Ok(());
     }
-    if !matches!(exponent.dtype, DType::I32 | DType::I64) || exponent.numel() == 0 {
+    if !matches!(exponent.dtype, DType::I32 | DType::I64) || out_numel == 0 {
         return Ok(());
     }
     let lowest = exponent.min(None, false)?.item::<i64>()?;

@@ -63,6 +63,8 @@ impl NDArray {
     /// selected element or row) or of shape `[count] + self.shape[k..]` (one per selection).
     pub fn assign_mask(&self, mask: &NDArray, value: &NDArray) -> Result<()> {
         const OP: &str = "boolean index assignment";
+        // Read-only first, as NumPy: even a mask that selects nothing may not write.
+        self.check_writable(OP)?;
         check(OP, self, mask)?;
         let k = mask.ndim();
         if mask.shape() != &self.shape()[..k] {

@@ -39,6 +39,13 @@ impl NDArray {
         Ok(v)
     }
 
+    /// This view, read-only from now on (and every view of it): NumPy's `broadcast_to`
+    /// result is read-only even where it repeats nothing.
+    pub fn into_readonly(mut self) -> NDArray {
+        self.readonly = true;
+        self
+    }
+
     pub fn squeeze(&self, axes: &[isize]) -> Result<NDArray> {
         Ok(self.with_layout(self.layout.squeeze(axes)?))
     }
