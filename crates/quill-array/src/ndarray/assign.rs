@@ -9,7 +9,7 @@ impl NDArray {
     /// This array when it is already contiguous and writable (no copy), otherwise a contiguous
     /// copy.
     pub fn compact(&self) -> NDArray {
-        if self.is_contiguous() && !self.readonly {
+        if self.is_contiguous() && !self.is_readonly() {
             self.clone()
         } else {
             self.deep_copy()
