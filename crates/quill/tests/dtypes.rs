@@ -218,7 +218,11 @@ fn compact_assign_fill<T: CpuElement>(seed: u64) {
         if !fits {
             let e = view.assign_scalar(value).unwrap_err().to_string();
             assert!(e.contains("assign_scalar") && e.contains("integer"), "{e}");
-            assert_same(&g.to_vec::<T>().unwrap(), &init, &format!("{d} refused {value:?}"));
+            assert_same(
+                &g.to_vec::<T>().unwrap(),
+                &init,
+                &format!("{d} refused {value:?}"),
+            );
             continue;
         }
         view.assign_scalar(value).unwrap();
