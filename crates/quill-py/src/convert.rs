@@ -1,6 +1,7 @@
 //! What crosses the boundary: quill errors as the Python exceptions users expect (ValueError
-//! for shapes, IndexError for indices and axes, TypeError for dtypes, RuntimeError for
-//! devices), dtype names, index expressions, and values from NumPy (through `tobytes`).
+//! for shapes, IndexError for indices and axes, TypeError for dtypes, OverflowError for numbers
+//! a dtype cannot hold, RuntimeError for devices), dtype names, index expressions, and values
+//! from NumPy (through `tobytes`).
 
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -417,6 +417,9 @@ def test_reported_broadcast_view_writes():
                   lambda: b[1].__iadd__(1), lambda: b[:, 1].__setitem__(slice(None), 5)]:
         assert run(write)[1] is ValueError
     np.testing.assert_array_equal(a.numpy(), np.arange(4))
+    # Shared with NumPy and memoryview read-only, as NumPy's own broadcast views are.
+    assert memoryview(b[1]).readonly and not np.asarray(b).flags.writeable
+    assert not memoryview(a).readonly
     c = b[1].compact()
     c[0] = 9
     assert c.numpy().tolist() == [9, 1, 2, 3] and a.numpy().tolist() == [0, 1, 2, 3]
