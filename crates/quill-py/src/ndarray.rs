@@ -126,7 +126,9 @@ fn operand(x: &Bound<'_, PyAny>) -> PyResult<Operand> {
 /// a comparison is decided by its sign (it lies past every value of an integer dtype), any
 /// other op with an integer or bool array is an OverflowError.
 fn big_int_scalar(a: &Core, op: BinaryOp, v: f64, reversed: bool) -> PyResult<Scalar> {
-    if a.dtype().is_float() || op.is_comparison() {
+    // Float ops (true divide, atan2) take integers as floats, as NumPy.
+    let compare = op.is_comparison() && a.dtype() != DType::Bool;
+    if a.dtype().is_float() || compare || matches!(op, BinaryOp::Div | BinaryOp::Atan2) {
         return Ok(Scalar::F(v));
     }
     let _ = reversed;
@@ -141,7 +143,9 @@ fn big_int_scalar(a: &Core, op: BinaryOp, v: f64, reversed: bool) -> PyResult<Sc
 fn binary(a: &Core, op: BinaryOp, other: &Bound<'_, PyAny>, reversed: bool) -> PyResult<Core> {
     match operand(other)? {
         Operand::Scalar(s) => a.binary_scalar(op, s, reversed).q(),
-        Operand::BigInt(v) if op.is_comparison() && !a.dtype().is_float() => {
+        // An integer array against it: NumPy decides by the sign. (A bool array has no such
+        // rule: the int becomes int64 and overflows, below.)
+        Operand::BigInt(v) if op.is_comparison() && a.dtype().is_int() => {
             // Every element is nearer zero than v: the answer is that of 0 against v.
             let (l, r) = if reversed { (v, 0.0) } else { (0.0, v) };
             let truth = op.eval_f64(l, r) != 0.0;

@@ -4,6 +4,7 @@
 
 use super::{NDArray, Reads};
 use crate::backend::{colocate, Storage};
+use quill_core::ops::BinaryKind;
 use quill_core::promote::{promote_with_scalar, scalar_dtype};
 use quill_core::shape::broadcast_shapes;
 use quill_core::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
@@ -189,6 +190,11 @@ fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray, out_numel: usi
 /// The rank-0 array a weak scalar becomes next to an array of dtype `array`.
 fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
     let mut dtype = promote_with_scalar(array, s);
+    if op.kind() == BinaryKind::Float && dtype.is_int() {
+        // A float op (true divide, atan2) converts integer operands to its float dtype first,
+        // so NumPy takes any Python int there: u8_array / -1 is -0.0, not an OverflowError.
+        dtype = op.compute_dtype(dtype, dtype)?;
+    }
     if let (Scalar::I(v), true) = (s, dtype.is_int()) {
         let (lo, hi) = match dtype {
             DType::U8 => (0, u8::MAX as i64),
