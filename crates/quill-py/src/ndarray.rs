@@ -18,6 +18,7 @@ pub struct PyDevice {
     pub device: Device,
 }
 
+#[quill_py_guard::guard("Device")]
 #[pymethods]
 impl PyDevice {
     #[getter]
@@ -49,6 +50,7 @@ impl PyDevice {
     }
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn cpu() -> PyDevice {
     PyDevice {
@@ -56,6 +58,7 @@ pub fn cpu() -> PyDevice {
     }
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (index = 0))]
 pub fn cuda(index: usize) -> PyDevice {
@@ -67,6 +70,7 @@ pub fn cuda(index: usize) -> PyDevice {
 /// A quill array over the memory of any DLPack producer (NumPy, PyTorch, JAX, quill): shared
 /// where it can be (writes show on both sides), copied when `copy=True`, for read-only, bool
 /// or misaligned memory, or when `device` is another device.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device = None, copy = None))]
 pub fn from_dlpack(
@@ -82,8 +86,9 @@ pub fn from_dlpack(
     Ok(PyNDArray::wrap(a))
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
-pub fn default_device() -> PyDevice {
+pub fn default_device() -> PyResult<PyDevice> {
     cpu()
 }
 
@@ -167,6 +172,7 @@ fn usize_shape(v: &[isize], op: &str) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+#[quill_py_guard::guard("NDArray")]
 #[pymethods]
 impl PyNDArray {
     #[new]
@@ -178,7 +184,7 @@ impl PyNDArray {
     ) -> PyResult<Self> {
         let dtype = dtype.map(dtype_of).transpose()?;
         let a = match data.extract::<PyRef<PyNDArray>>() {
-            Ok(o) => o.inner.astype(dtype.unwrap_or(o.inner.dtype())),
+            Ok(o) => o.inner.astype(dtype.unwrap_or(o.inner.dtype())).q()?,
             Err(_) => from_numpy_like(data, dtype)?,
         };
         let dev = device.map_or(Device::Cpu, |d| d.device);
@@ -286,13 +292,13 @@ impl PyNDArray {
         a.is_contiguous() && a.offset() == 0 && a.numel() == a.buffer_len()
     }
     fn compact(&self) -> PyResult<Self> {
-        Ok(if self.is_compact() {
+        Ok(if self.is_compact()? {
             self.clone()
         } else {
             let c = if self.inner.is_contiguous() {
-                self.inner.deep_copy()
+                self.inner.deep_copy().q()?
             } else {
-                self.inner.try_compact().q()?
+                self.inner.compact().q()?
             };
             PyNDArray::wrap(c)
         })
@@ -323,9 +329,7 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.pad(&axes).q()?))
     }
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(
-            self.inner.try_astype(dtype_of(dtype)?).q()?,
-        ))
+        Ok(PyNDArray::wrap(self.inner.astype(dtype_of(dtype)?).q()?))
     }
     fn to(&self, device: PyRef<PyDevice>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
@@ -838,7 +842,7 @@ impl PyNDArray {
         self.inner.item::<i64>().q()
     }
     fn __pos__(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.try_deep_copy().q()?))
+        Ok(PyNDArray::wrap(self.inner.deep_copy().q()?))
     }
     fn __floordiv__<'py>(
         slf: Bound<'py, Self>,

@@ -13,15 +13,15 @@ impl NDArray {
     pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
         let compute = op.compute_dtype(self.dtype)?;
         super::check_alloc(op.name(), self.numel(), compute)?;
-        let src = self.cast_for(compute);
+        let src = self.cast_for(compute)?;
         let out = src.read().unary(op, &src.layout)?;
         NDArray::fresh(out, self.shape())
     }
 
     /// This array, converted when its dtype differs from `dtype` (no copy otherwise).
-    fn cast_for(&self, dtype: DType) -> NDArray {
+    fn cast_for(&self, dtype: DType) -> Result<NDArray> {
         if self.dtype == dtype {
-            self.clone()
+            Ok(self.clone())
         } else {
             self.astype(dtype)
         }
@@ -47,7 +47,7 @@ impl NDArray {
         let compute = op.compute_dtype(self.dtype, other.dtype)?;
         super::check_alloc(op.name(), shape.iter().product(), compute)?;
         let [a, b] = colocate(op.name(), [self, other])?;
-        let (a, b) = (a.cast_for(compute), b.cast_for(compute));
+        let (a, b) = (a.cast_for(compute)?, b.cast_for(compute)?);
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
         let g = Reads::new([&a, &b]);
@@ -110,7 +110,7 @@ impl NDArray {
             let mut gs = self.write();
             Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
         };
-        let b = other.cast_for(compute);
+        let b = other.cast_for(compute)?;
         // Colocated only when the dispatch refuses a mix (a CPU scalar into a GPU array).
         match run(&b) {
             Err(Error::DeviceMismatch { .. }) => run(&colocate(op.name(), [self, &b])?[1]),
@@ -133,9 +133,9 @@ impl NDArray {
         let dtype = quill_core::promote_types(a.dtype, b.dtype);
         super::check_alloc(OP, shape.iter().product(), dtype)?;
         let (c, a, b) = (
-            cond.cast_for(DType::Bool),
-            a.cast_for(dtype),
-            b.cast_for(dtype),
+            cond.cast_for(DType::Bool)?,
+            a.cast_for(dtype)?,
+            b.cast_for(dtype)?,
         );
         let [c, a, b] = colocate(OP, [&c, &a, &b])?;
         let (lc, la, lb) = (

@@ -45,8 +45,8 @@ const LINEAR: [(&str, [usize; 3]); 3] = [
 
 /// `(m x k) @ (k x n)` in `dtype` (inputs drawn in f32 and cast, as the peers do).
 fn gemm(name: &str, [m, k, n]: [usize; 3], dtype: DType) -> Result<Case, String> {
-    let a = rand(&[m, k], 1)?.astype(dtype);
-    let b = rand(&[k, n], 2)?.astype(dtype);
+    let a = rand(&[m, k], 1)?.astype(dtype).map_err(|e| e.to_string())?;
+    let b = rand(&[k, n], 2)?.astype(dtype).map_err(|e| e.to_string())?;
     // Small products repeat within one timing so that the clock's resolution and the peer's
     // call overhead do not dominate; `ops_peer.py` repeats the same count.
     let inner = ((1usize << 25) / (2 * m * k * n)).max(1);
@@ -254,7 +254,7 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
             12.0 * n as f64,
             move || drop(xa.add(&ya).expect("add")),
         ));
-        let into = x.deep_copy();
+        let into = x.deep_copy().map_err(|e| e.to_string())?;
         let ya = y.clone();
         // The peers write x + y into a third buffer; quill's in-place form reads and writes
         // `into`: the same bytes moved.

@@ -108,7 +108,7 @@ fn save(
         .map(|(n, a)| (format!("model.{n}"), a))
         .collect();
     all.extend(
-        opt.state_dict()
+        q(opt.state_dict())?
             .into_iter()
             .map(|(n, a)| (format!("optim.{n}"), a)),
     );

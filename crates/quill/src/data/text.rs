@@ -183,9 +183,9 @@ pub fn batchify(data: &[usize], batch_size: usize) -> Result<NDArray> {
         ));
     }
     let ids: Vec<i64> = data[..n * batch_size].iter().map(|&t| t as i64).collect();
-    Ok(NDArray::from_vec(ids, &[batch_size, n])?
+    NDArray::from_vec(ids, &[batch_size, n])?
         .transpose(0, 1)?
-        .compact())
+        .compact()
 }
 
 /// needle's `get_batch`: rows `i .. i + s` of `batches` as the input (s, batch_size) and rows
