@@ -72,7 +72,7 @@ fn split(bytes: &[u8]) -> (String, Vec<u8>) {
 
 fn join(header: &str, data: &[u8]) -> Vec<u8> {
     let mut h = header.trim_end().to_string();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();

@@ -12,7 +12,6 @@ use quill::{DType, NDArray};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {

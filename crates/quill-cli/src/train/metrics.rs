@@ -96,8 +96,8 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
 
 /// The rows a resumed run continues from, with `metrics.csv` made to agree with the checkpoint
 /// at `epoch`. With the checkpoint's `history` (`Some`), the CSV is rewritten from it unless it
-/// already matches; a non-empty CSV that disagrees is first kept as `metrics.csv.bak`, so no
-/// line is lost silently. A checkpoint from before histories were stored (`None`) keeps the
+/// already matches; a CSV holding anything the rebuilt one lacks is first kept as
+/// `metrics.csv.bak`, so no line is lost silently. A checkpoint from before histories were stored (`None`) keeps the
 /// CSV's rows up to `epoch`, again backing up a file that had more, and warns about gaps.
 /// `write` is false on ranks that must not touch the files.
 pub fn reconcile(
@@ -131,7 +131,9 @@ pub fn reconcile(
     if !write || old == new {
         return Ok(rows);
     }
-    if !old.trim().is_empty() {
+    // A CSV that is a prefix of the rebuilt one (a crash between checkpoint and CSV) loses
+    // nothing when replaced; anything else is kept.
+    if !old.trim().is_empty() && !new.starts_with(&old) {
         let bak = backup_path(csv);
         std::fs::rename(csv, &bak)
             .map_err(|e| format!("cannot keep {} as {}: {e}", csv.display(), bak.display()))?;
@@ -150,10 +152,20 @@ pub fn reconcile(
     Ok(rows)
 }
 
+/// `metrics.csv.bak`, or `.bak.2`, `.bak.3`, ... when earlier backups exist (never replaced).
 fn backup_path(csv: &Path) -> PathBuf {
-    let mut s = csv.as_os_str().to_owned();
-    s.push(".bak");
-    PathBuf::from(s)
+    (1..)
+        .map(|i| {
+            let mut s = csv.as_os_str().to_owned();
+            s.push(if i == 1 {
+                ".bak".to_string()
+            } else {
+                format!(".bak.{i}")
+            });
+            PathBuf::from(s)
+        })
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| csv.with_extension("csv.bak"))
 }
 
 fn describe(rows: &[Row]) -> String {
