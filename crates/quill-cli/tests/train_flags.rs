@@ -103,6 +103,26 @@ fn an_empty_dataset_names_its_path() {
     let e = assert_refused(&o, &[data.to_str().unwrap()]);
     assert!(!e.contains("CosineLr"), "{e}");
     assert!(!out.join("checkpoint.safetensors").exists());
+    // A text corpus with an empty training split.
+    let text = scratch("flags", "empty-text");
+    std::fs::write(text.join("train.txt"), "").unwrap();
+    for split in ["valid.txt", "test.txt"] {
+        std::fs::write(text.join(split), "in the beginning\n").unwrap();
+    }
+    let o = quill(&[
+        "--task",
+        "lm",
+        "--data",
+        text.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--epochs",
+        "1",
+    ]);
+    assert_refused(
+        &o,
+        &[text.to_str().unwrap(), "training split", "--batch-size"],
+    );
 }
 
 #[test]
