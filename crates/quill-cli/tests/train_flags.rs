@@ -44,6 +44,26 @@ fn flags_that_need_another_say_so() {
 }
 
 #[test]
+fn a_checkpoint_directory_that_cannot_be_made_fails_before_training() {
+    let d = scratch("flags", "ck-parent");
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let ck = file.join("ck.safetensors");
+    let o = quill(&[
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        d.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--limit",
+        "64",
+    ]);
+    assert_refused(&o, &["--checkpoint", "a-file"]);
+    assert!(!d.join("metrics.csv").exists(), "it trained before failing");
+}
+
+#[test]
 fn bench_ops_refuses_unknown_groups_and_empty_filters() {
     let e = assert_refused(
         &quill(&["bench", "ops", "--only", "fft"]),

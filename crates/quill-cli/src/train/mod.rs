@@ -191,6 +191,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--threads: {e}"))?;
     }
     paths::check(&o)?;
+    // A checkpoint directory that cannot be made fails now, not after the first epoch.
+    if let Some(dir) = o
+        .checkpoint_path()
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--checkpoint: cannot create {}: {e}", dir.display()))?;
+    }
     if o.distributed {
         if o.task != Task::Mnist {
             return Err("--distributed trains the mnist task only for now".into());
