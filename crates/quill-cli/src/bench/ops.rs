@@ -216,6 +216,9 @@ fn conv_cases(v: &mut Vec<Case>, label: &str, l: ConvLayer) -> Result<(), String
     Ok(())
 }
 
+/// The groups `--only` may name.
+const GROUPS: [&str; 5] = ["matmul", "bf16", "elementwise", "reduce", "conv"];
+
 fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
     let mut v = Vec::new();
     let want = |group: &str| only.is_none_or(|o| o == group);
@@ -317,10 +320,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         match a.as_str() {
             "--rounds" => rounds = super::rounds_value(it.next())?,
             "--only" => {
-                only = Some(
-                    it.next()
-                        .ok_or("--only needs matmul|bf16|elementwise|reduce|conv")?,
-                )
+                let g = it.next().ok_or_else(|| {
+                    format!("bench ops --only needs one of {}", GROUPS.join(", "))
+                })?;
+                if !GROUPS.contains(&g.as_str()) {
+                    return Err(format!(
+                        "bench ops --only: '{g}' is not a group; the groups are {}",
+                        GROUPS.join(", ")
+                    ));
+                }
+                only = Some(g);
             }
             "--filter" => filter = Some(it.next().ok_or("--filter needs a case-name substring")?),
             other => return Err(format!("bench ops: unknown option '{other}'")),
@@ -328,7 +337,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let mut cases = cases(only.map(String::as_str))?;
     if let Some(f) = filter {
+        let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
         cases.retain(|c| c.name.contains(f.as_str()));
+        if cases.is_empty() {
+            return Err(format!(
+                "bench ops --filter: no case name contains '{f}'; the cases{} are {}",
+                only.map_or(String::new(), |g| format!(" of --only {g}")),
+                names.join(", ")
+            ));
+        }
     }
     let reps = 3;
     let mut peer = Peer::start(include_str!("ops_peer.py"));
