@@ -4,6 +4,7 @@
 //! exceptions NumPy users expect; nothing here panics on user input.
 
 mod convert;
+mod data;
 mod export;
 mod ndarray;
 mod sequence;
@@ -44,5 +45,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;
     sequence::register(m)?;
+    data::register(m)?;
     Ok(())
 }

@@ -208,7 +208,7 @@ impl Machine {
 
     /// Adds `items` (key, value, key, value, ...) to the dict on top of the stack.
     fn extend_dict(&mut self, items: Vec<Ref>, what: &str) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(bad(format!("{what} needs key, value pairs")));
         }
         let dict = self.top()?;

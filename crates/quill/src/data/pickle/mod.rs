@@ -111,7 +111,7 @@ impl Value {
             Value::List(items) | Value::Tuple(items) => items.get(i).copied(),
             Value::Dict(pairs) => pairs
                 .get(i / 2)
-                .map(|&(k, v)| if i % 2 == 0 { k } else { v }),
+                .map(|&(k, v)| if i.is_multiple_of(2) { k } else { v }),
             _ => None,
         }
     }
