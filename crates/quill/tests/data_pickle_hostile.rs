@@ -296,3 +296,24 @@ fn error_messages_show_values_shallowly() {
     let e = err(&b);
     assert!(e.contains("refuses") && e.len() < 400, "{} chars", e.len());
 }
+
+#[test]
+fn protocol_0_text_is_raw_unicode_escape() {
+    // Bytes 0x80..0xff are latin-1 characters, `\uXXXX` an escape: what pickle.dumps(..., 0)
+    // writes for "café €".
+    let p = unpickle(b"(Vcaf\xe9 \\u20ac\np0\nI42\nL7L\nF0.5\nt.").unwrap();
+    let Some(Value::Tuple(t)) = p.value(p.root()) else {
+        panic!("not a tuple")
+    };
+    let got: Vec<&Value> = t.iter().map(|&r| p.value(r).unwrap()).collect();
+    let want = [
+        Value::Str("café €".into()),
+        Value::Int(42),
+        Value::Int(7),
+        Value::Float(0.5),
+    ];
+    assert_eq!(got, want.iter().collect::<Vec<_>>());
+    assert!(err(b"V\\u12\n.").contains("truncated \\u escape"));
+    assert!(err(b"V\\uzzzz\n.").contains("bad escape"));
+    assert!(err(b"I99999999999999999999\n.").contains("not an i64"));
+}

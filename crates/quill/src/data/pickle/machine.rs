@@ -48,16 +48,21 @@ impl<'a> Reader<'a> {
         let n = u64::from_le_bytes(self.le()?);
         usize::try_from(n).map_err(|_| bad(format!("declared length {n} overflows")))
     }
-    /// The text up to the next newline (the argument of protocol 0's opcodes).
-    fn line(&mut self, what: &str) -> Result<&'a str> {
+    /// The bytes up to the next newline (the argument of protocol 0's opcodes).
+    fn line_bytes(&mut self, what: &str) -> Result<&'a [u8]> {
         let rest = &self.buf[self.pos..];
         let end = rest
             .iter()
             .position(|&b| b == b'\n')
             .ok_or_else(|| bad(format!("unterminated {what} at offset {}", self.pos)))?;
         self.pos += end + 1;
-        std::str::from_utf8(&rest[..end])
-            .map_err(|_| bad(format!("{what} at offset {} is not UTF-8", self.pos)))
+        Ok(&rest[..end])
+    }
+    /// As [`Reader::line_bytes`], as UTF-8 text.
+    fn line(&mut self, what: &str) -> Result<&'a str> {
+        let at = self.pos;
+        std::str::from_utf8(self.line_bytes(what)?)
+            .map_err(|_| bad(format!("{what} at offset {at} is not UTF-8")))
     }
 }
 
@@ -324,7 +329,7 @@ impl Machine {
                 self.push(Value::Str(s));
             }
             b'V' => {
-                let s = raw_unicode_escape(r.line("UNICODE")?)?;
+                let s = raw_unicode_escape(r.line_bytes("UNICODE")?)?;
                 self.push(Value::Str(s));
             }
             b'p' => {
@@ -500,33 +505,36 @@ fn parse_key(s: &str) -> Result<usize> {
 }
 
 /// Decodes Python's `raw-unicode-escape` (protocol 0's UNICODE): `\uXXXX` and `\UXXXXXXXX`
-/// are escapes, everything else is itself.
-fn raw_unicode_escape(s: &str) -> Result<String> {
+/// are escapes, every other byte is the latin-1 character of that value.
+fn raw_unicode_escape(s: &[u8]) -> Result<String> {
     let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 1..];
-        let digits = match after.as_bytes().first() {
-            Some(b'u') => 4,
-            Some(b'U') => 8,
-            _ => {
-                out.push('\\');
-                rest = after;
+    let mut i = 0;
+    while i < s.len() {
+        let digits = match (s[i], s.get(i + 1)) {
+            (b'\\', Some(b'u')) => 4,
+            (b'\\', Some(b'U')) => 8,
+            (b, _) => {
+                out.push(char::from(b));
+                i += 1;
                 continue;
             }
         };
-        let hex = after
-            .get(1..1 + digits)
+        let hex = s
+            .get(i + 2..i + 2 + digits)
             .ok_or_else(|| bad("truncated \\u escape in UNICODE"))?;
-        let c = u32::from_str_radix(hex, 16)
+        let c = std::str::from_utf8(hex)
             .ok()
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
             .and_then(char::from_u32)
-            .ok_or_else(|| bad(format!("bad escape \\u{} in UNICODE", preview_str(hex))))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "bad escape {:?} in UNICODE",
+                    String::from_utf8_lossy(hex)
+                ))
+            })?;
         out.push(c);
-        rest = &after[1 + digits..];
+        i += 2 + digits;
     }
-    out.push_str(rest);
     Ok(out)
 }
 
