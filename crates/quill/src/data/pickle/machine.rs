@@ -3,6 +3,8 @@
 //! checks the result for cycles and depth without recursion before handing it out.
 
 use super::globals::{self, check_global};
+use super::graph::check_graph;
+use super::reader::{long_le, parse_int, parse_key, raw_unicode_escape, Reader};
 use super::{describe, preview_str, Pickle, Ref, Value, MAX_DEPTH};
 use quill_core::{Error, Result};
 use std::collections::HashMap;
@@ -12,58 +14,6 @@ const OP: &str = "unpickle";
 /// An error from decoding a pickle.
 pub(super) fn bad(msg: impl Into<String>) -> Error {
     Error::invalid(OP, msg)
-}
-
-/// The input, read front to back; every read is checked against the bytes left.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let left = self.buf.len() - self.pos;
-        if n > left {
-            return Err(bad(format!(
-                "truncated: {n} bytes wanted at offset {}, {left} left",
-                self.pos
-            )));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-    fn le<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
-    }
-    fn len4(&mut self) -> Result<usize> {
-        Ok(u32::from_le_bytes(self.le()?) as usize)
-    }
-    fn len8(&mut self) -> Result<usize> {
-        let n = u64::from_le_bytes(self.le()?);
-        usize::try_from(n).map_err(|_| bad(format!("declared length {n} overflows")))
-    }
-    /// The bytes up to the next newline (the argument of protocol 0's opcodes).
-    fn line_bytes(&mut self, what: &str) -> Result<&'a [u8]> {
-        let rest = &self.buf[self.pos..];
-        let end = rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| bad(format!("unterminated {what} at offset {}", self.pos)))?;
-        self.pos += end + 1;
-        Ok(&rest[..end])
-    }
-    /// As [`Reader::line_bytes`], as UTF-8 text.
-    fn line(&mut self, what: &str) -> Result<&'a str> {
-        let at = self.pos;
-        std::str::from_utf8(self.line_bytes(what)?)
-            .map_err(|_| bad(format!("{what} at offset {at} is not UTF-8")))
-    }
 }
 
 /// The machine's state: the arena, each value's nesting depth (a lower bound while decoding:
@@ -468,133 +418,8 @@ impl Machine {
     }
 }
 
-fn too_deep() -> Error {
+pub(super) fn too_deep() -> Error {
     bad(format!(
         "values nest deeper than {MAX_DEPTH} levels, the limit of this reader"
     ))
-}
-
-/// A little-endian two's-complement integer of `b.len()` bytes (LONG1/LONG4).
-fn long_le(b: &[u8]) -> Result<i64> {
-    if b.len() > 8 {
-        return Err(bad(format!(
-            "an integer of {} bytes does not fit in i64",
-            b.len()
-        )));
-    }
-    let fill = if b.last().is_some_and(|&x| x & 0x80 != 0) {
-        0xff
-    } else {
-        0
-    };
-    let mut a = [fill; 8];
-    a[..b.len()].copy_from_slice(b);
-    Ok(i64::from_le_bytes(a))
-}
-
-fn parse_int(s: &str) -> Result<i64> {
-    s.trim()
-        .parse::<i64>()
-        .map_err(|_| bad(format!("integer {} is not an i64", preview_str(s))))
-}
-
-fn parse_key(s: &str) -> Result<usize> {
-    s.trim()
-        .parse::<usize>()
-        .map_err(|_| bad(format!("memo key {} is not a number", preview_str(s))))
-}
-
-/// Decodes Python's `raw-unicode-escape` (protocol 0's UNICODE): `\uXXXX` and `\UXXXXXXXX`
-/// are escapes, every other byte is the latin-1 character of that value.
-fn raw_unicode_escape(s: &[u8]) -> Result<String> {
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        let digits = match (s[i], s.get(i + 1)) {
-            (b'\\', Some(b'u')) => 4,
-            (b'\\', Some(b'U')) => 8,
-            (b, _) => {
-                out.push(char::from(b));
-                i += 1;
-                continue;
-            }
-        };
-        let hex = s
-            .get(i + 2..i + 2 + digits)
-            .ok_or_else(|| bad("truncated \\u escape in UNICODE"))?;
-        let c = std::str::from_utf8(hex)
-            .ok()
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .and_then(char::from_u32)
-            .ok_or_else(|| {
-                bad(format!(
-                    "bad escape {:?} in UNICODE",
-                    String::from_utf8_lossy(hex)
-                ))
-            })?;
-        out.push(c);
-        i += 2 + digits;
-    }
-    Ok(out)
-}
-
-/// Refuses a result that holds a cycle or nests deeper than [`MAX_DEPTH`]: an iterative
-/// depth-first walk from `root` with each value's height memoised, so shared values are
-/// visited once and nothing recurses.
-fn check_graph(values: &[Value], root: Ref) -> Result<()> {
-    const UNSEEN: u8 = 0;
-    const ON_PATH: u8 = 1;
-    const DONE: u8 = 2;
-    let mut state = vec![UNSEEN; values.len()];
-    let mut height = vec![0u32; values.len()];
-    let mut path: Vec<(usize, usize)> = vec![(root.0, 0)];
-    state[root.0] = ON_PATH;
-    while let Some(top) = path.last_mut() {
-        let (node, i) = *top;
-        top.1 += 1;
-        let up = match values[node].child(i) {
-            Some(c) => match state[c.0] {
-                UNSEEN => {
-                    state[c.0] = ON_PATH;
-                    path.push((c.0, 0));
-                    // Every value on the path but the last is a container one level deeper.
-                    if path.len() - 1 > MAX_DEPTH as usize {
-                        return Err(too_deep());
-                    }
-                    continue;
-                }
-                ON_PATH => {
-                    return Err(bad(format!(
-                        "the pickle holds a cycle: a {} contains itself (directly or through \
-                         its items); data pickles have none",
-                        describe(&values[c.0])
-                    )))
-                }
-                _ => height[c.0],
-            },
-            None => {
-                // All children seen: `node` is finished; its parent's height takes it in.
-                state[node] = DONE;
-                path.pop();
-                let h = height[node]
-                    + u32::from(matches!(
-                        values[node],
-                        Value::List(_) | Value::Tuple(_) | Value::Dict(_)
-                    ));
-                height[node] = h;
-                if h > MAX_DEPTH {
-                    return Err(too_deep());
-                }
-                match path.last() {
-                    Some(&(parent, _)) => {
-                        height[parent] = height[parent].max(h);
-                        continue;
-                    }
-                    None => break,
-                }
-            }
-        };
-        height[node] = height[node].max(up);
-    }
-    Ok(())
 }

@@ -14,7 +14,9 @@
 //! - error messages describe values shallowly (kind and a bounded prefix).
 
 mod globals;
+mod graph;
 mod machine;
+mod reader;
 
 pub use machine::unpickle;
 
