@@ -254,6 +254,12 @@ fn truncations_and_huge_lengths_are_errors_without_allocating() {
         b"\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x86",
     ));
     assert!(e.contains("overflows"), "{e}");
+    // 100,000 dimensions: refused by count before any message prints them.
+    let mut many = b"(".to_vec();
+    many.extend(std::iter::repeat_n(b"K\x01".as_slice(), 100_000).flatten());
+    many.push(b't');
+    let e = err(&frombuffer(&many));
+    assert!(e.contains("100000 dimensions") && e.len() < 300, "{e}");
     let p = unpickle(&frombuffer(b"K\x02K\x02\x86")).unwrap();
     let Some(Value::Array(a)) = p.value(p.root()) else {
         panic!("not an array")

@@ -138,7 +138,10 @@ pub(super) fn build(values: &[Value], obj: Ref, state: Ref) -> Result<Value> {
                 _ => false,
             };
             if big {
-                return Err(bad(format!("big-endian dtype >{name} is not supported")));
+                return Err(bad(format!(
+                    "big-endian dtype >{} is not supported",
+                    preview_str(name)
+                )));
             }
             Ok(Value::DType(name.clone()))
         }
@@ -160,7 +163,17 @@ fn latin1(s: &str) -> Result<Value> {
         .map(Value::Bytes)
 }
 
+/// NumPy's limit on the number of dimensions (`NPY_MAXDIMS`); it also keeps the shapes that
+/// error messages print short.
+const MAX_NDIM: usize = 64;
+
 fn shape_of(values: &[Value], shape: &[Ref]) -> Result<Vec<usize>> {
+    if shape.len() > MAX_NDIM {
+        return Err(bad(format!(
+            "ndarray of {} dimensions (NumPy allows at most {MAX_NDIM})",
+            shape.len()
+        )));
+    }
     shape
         .iter()
         .map(|r| match &values[r.0] {
