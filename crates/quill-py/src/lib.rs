@@ -5,6 +5,7 @@
 
 mod check;
 mod convert;
+mod data;
 mod export;
 mod guard;
 mod ndarray;
@@ -51,5 +52,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(guard::_debug_panic, m)?)?;
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
+    data::register(m)?;
     Ok(())
 }
