@@ -192,7 +192,7 @@ impl Storage {
     /// `n` elements of `dtype` on `device` that the caller overwrites before reading.
     pub(crate) fn for_overwrite(device: Device, dtype: DType, n: usize) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::for_overwrite(dtype, n))),
+            Device::Cpu => Ok(Storage::Cpu(CpuStorage::for_overwrite("alloc", dtype, n)?)),
             #[cfg(feature = "cuda")]
             Device::Cuda(i) => CudaStorage::for_overwrite(i, n, dtype).map(Storage::Cuda),
             #[cfg(not(feature = "cuda"))]

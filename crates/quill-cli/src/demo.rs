@@ -24,7 +24,7 @@ pub fn run() -> Result<()> {
         t.strides(),
         t.is_contiguous()
     );
-    let c = t.compact();
+    let c = t.compact()?;
     println!(
         "t.compact(): strides {:?}, shares a's buffer: {}",
         c.strides(),

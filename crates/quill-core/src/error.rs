@@ -140,6 +140,33 @@ pub enum Error {
         what: String,
     },
 
+    /// A number that the target dtype cannot hold (NumPy 2 refuses it rather than wrapping):
+    /// writing `-1` into u8, `2**40` into i32, `inf` into an integer array. Python sees
+    /// `OverflowError`, as from NumPy.
+    #[error("{op}: {value} out of bounds for {dtype}{hint}")]
+    ValueOutOfRange {
+        op: &'static str,
+        /// The value as the user wrote it (`"Python integer 300"`, `"float inf"`).
+        value: String,
+        dtype: DType,
+        /// The valid range and, where it helps, the fix.
+        hint: String,
+    },
+
+    /// A buffer larger than this machine can provide, or one the allocator refused. Rust aborts
+    /// the process on a failed allocation, so every array buffer is checked before it is made
+    /// (`quill_cpu::pool::take`); Python sees `MemoryError`.
+    #[error("{op}: out of memory: {numel} elements of {dtype} need {bytes} bytes{why}")]
+    OutOfMemory {
+        op: &'static str,
+        numel: usize,
+        dtype: DType,
+        /// The bytes asked for (saturated at `usize::MAX` when the product overflows).
+        bytes: usize,
+        /// Why it cannot be had: over the machine's memory and swap, or refused by the allocator.
+        why: String,
+    },
+
     #[error("{op}: operands on different devices: {lhs} and {rhs}; move one with to_device first")]
     DeviceMismatch {
         op: &'static str,

@@ -78,8 +78,8 @@ pub fn int_range(dtype: DType) -> Option<(i128, i128)> {
 /// Whether a Python-style number may be written into an array of `dtype` (NumPy 2's
 /// `a[...] = v` and `fill`): an integer must lie in an integer dtype's range, and a float
 /// going to an integer dtype must be finite with its truncation in range. Out of range is an
-/// error whose message says "out of bounds for" (Python's `OverflowError`); NaN is "cannot
-/// convert float NaN to integer" (`ValueError`). Floats and bools take any number.
+/// `Error::ValueOutOfRange` (Python's `OverflowError`); NaN is "cannot convert float NaN to
+/// integer" (`ValueError`). Floats and bools take any number.
 pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Result<()> {
     let Some((lo, hi)) = int_range(dtype) else {
         return Ok(());
@@ -94,21 +94,23 @@ pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Re
             ))
         }
         Scalar::F(f) if f.is_infinite() => {
-            return Err(crate::Error::invalid(
+            return Err(crate::Error::ValueOutOfRange {
                 op,
-                format!(
-                    "cannot convert float {f} to integer: out of bounds for {dtype} (OverflowError)"
-                ),
-            ))
+                value: format!("cannot convert float {f} to integer:"),
+                dtype,
+                hint: String::new(),
+            })
         }
         // Saturating: any value past i128's range is out of every dtype's range anyway.
         Scalar::F(f) => f.trunc() as i128,
     };
     if v < lo || v > hi {
-        return Err(crate::Error::invalid(
+        return Err(crate::Error::ValueOutOfRange {
             op,
-            format!("Python integer {v} out of bounds for {dtype} (NumPy 2 rule; {lo}..={hi})"),
-        ));
+            value: format!("Python integer {v}"),
+            dtype,
+            hint: format!(" (NumPy 2 rule; {lo}..={hi})"),
+        });
     }
     Ok(())
 }

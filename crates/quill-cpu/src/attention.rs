@@ -158,7 +158,7 @@ fn forward_t<T: AttnReal + crate::CpuElement>(
     let ks = slice::<T>(k.0, k.1, batch * lk * d)?;
     let vs = slice::<T>(v.0, v.1, batch * lk * dv)?;
     // Pooled: a fresh buffer this size costs a page fault per 4 KiB on every call.
-    let mut out = crate::pool::take_zeroed::<T>(batch * lq * dv);
+    let mut out = crate::pool::take_zeroed::<T>("attention", batch * lq * dv)?;
     let mut lse = vec![T::NEG_INF; batch * lq];
     if batch * lq > 0 {
         let g = T::gemm();
@@ -395,9 +395,9 @@ fn backward_t<T: AttnReal + crate::CpuElement>(
     let os = slice::<T>(o.0, o.1, batch * lq * dv)?;
     let gos = slice::<T>(go.0, go.1, batch * lq * dv)?;
     let ls = slice::<T>(lse.0, lse.1, batch * lq)?;
-    let mut dq = crate::pool::take_zeroed::<T>(batch * lq * d);
-    let mut dk = crate::pool::take_zeroed::<T>(batch * lk * d);
-    let mut dvv = crate::pool::take_zeroed::<T>(batch * lk * dv);
+    let mut dq = crate::pool::take_zeroed::<T>("attention_backward", batch * lq * d)?;
+    let mut dk = crate::pool::take_zeroed::<T>("attention_backward", batch * lk * d)?;
+    let mut dvv = crate::pool::take_zeroed::<T>("attention_backward", batch * lk * dv)?;
     let g = T::gemm();
     let one = |(b, ((dq, dk), dvh)): HeadGrads<T>| {
         let head = Head {

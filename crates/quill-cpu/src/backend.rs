@@ -22,13 +22,13 @@ impl Backend for CpuStorage {
     }
 
     fn compact(&self, l: &Layout) -> Result<Self> {
-        Ok(crate::compact(self, l))
+        crate::compact(self, l)
     }
     fn copy_from(&mut self, ld: &Layout, src: &Self, ls: &Layout) -> Result<()> {
         crate::copy(self, ld, src, ls)
     }
     fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
-        Ok(crate::cast(self, l, dtype))
+        crate::cast(self, l, dtype)
     }
     fn fill(&mut self, l: &Layout, value: Scalar) -> Result<()> {
         crate::fill(self, l, value);
@@ -59,14 +59,14 @@ impl Backend for CpuStorage {
     }
 
     fn reduce(&self, op: ReduceOp, l: &Layout, axes: &[usize]) -> Result<Self> {
-        Ok(reduce::reduce(op, self, l, axes))
+        reduce::reduce(op, self, l, axes)
     }
     fn stat(&self, stat: Stat, l: &Layout, axes: &[usize]) -> Result<Self> {
-        Ok(match stat {
+        match stat {
             Stat::Mean => reduce::mean(self, l, axes),
             Stat::Var { ddof, std } => reduce::var(self, l, axes, ddof, std),
             Stat::LogSumExp => reduce::logsumexp(self, l, axes),
-        })
+        }
     }
     fn matmul(a: (&Self, &Layout), b: (&Self, &Layout)) -> Result<Self> {
         matmul::matmul(a.0, a.1, b.0, b.1)

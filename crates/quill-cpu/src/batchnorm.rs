@@ -264,7 +264,7 @@ fn forward_t<T: NormReal>(
         var.push(T::from_f64(v));
         scale.push(T::from_f64(k));
     }
-    let mut ys = CpuStorage::for_overwrite(T::DTYPE, len);
+    let mut ys = CpuStorage::for_overwrite(OP, T::DTYPE, len)?;
     let out = T::slice_mut(&mut ys).expect("allocated as T");
     // Centred first: `x * scale + (b - mean * scale)` cancels when |mean| >> std.
     // As `(x - s) - (mean - s)`: the stored mean is rounded to T, `mean - s` much less so.
@@ -389,7 +389,7 @@ fn backward_gated<T: NormReal, const RELU: bool>(
             T::from_f64(k0 + k2 * m1),
         ]);
     }
-    let mut dx = CpuStorage::for_overwrite(T::DTYPE, len);
+    let mut dx = CpuStorage::for_overwrite(OP, T::DTYPE, len)?;
     let out = T::slice_mut(&mut dx).expect("allocated as T");
     map_runs(d, [xs, gs, ys], out, &p, |[s, k1, k2, k0], v, g, y| {
         k1 * gate(g, y) - k2 * (v - s) + k0

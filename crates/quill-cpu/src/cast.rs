@@ -4,7 +4,7 @@
 use crate::par::for_dst_rows;
 use crate::storage::{CpuElement, CpuStorage};
 use crate::{dispatch_dtype, with_storage};
-use quill_core::{DType, Element, Layout, LoopPlan};
+use quill_core::{DType, Element, Layout, LoopPlan, Result};
 
 /// `dst[i] = f(src[offset of element i of src_l])`, `dst` contiguous with `src_l.numel()` elements.
 pub fn map_into<A, B, F>(dst: &mut [B], src: &[A], src_l: &Layout, f: F)
@@ -45,12 +45,12 @@ where
 }
 
 /// A contiguous copy of `src` seen through `l`, converted to `dtype` with NumPy's cast rules.
-pub fn cast(src: &CpuStorage, l: &Layout, dtype: DType) -> CpuStorage {
-    dispatch_dtype!(dtype, B => {
-        let mut out = crate::pool::take::<B>(l.numel());
+pub fn cast(src: &CpuStorage, l: &Layout, dtype: DType) -> Result<CpuStorage> {
+    Ok(dispatch_dtype!(dtype, B => {
+        let mut out = crate::pool::take::<B>("astype", l.numel())?;
         with_storage!(src, s => map_into(&mut out, s, l, |a| a.cast::<B>()));
         <B as CpuElement>::wrap(out)
-    })
+    }))
 }
 
 /// Reads one element as a `Scalar`-convertible value of type `T` (used by `item()` and printing).

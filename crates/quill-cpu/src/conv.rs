@@ -238,7 +238,7 @@ fn forward_t<T: ConvReal>(
     let d = &g.d;
     let xs = read::<T>(OP, x.0, x.1, d.n * d.c * g.hw_in)?;
     let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
-    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.o * g.hw);
+    let mut store = CpuStorage::for_overwrite(OP, T::DTYPE, d.n * d.o * g.hw)?;
     let out = T::slice_mut(&mut store).expect("allocated as T");
     if depthwise::applies(&g) {
         depthwise::forward(&g, xs, ws, out);
@@ -248,7 +248,7 @@ fn forward_t<T: ConvReal>(
     let (split, t) = g.threads();
     // A 1x1 layer's direct GEMM already writes NCHW from the input in place.
     if !g.direct && g.transposed(&gemm, t) {
-        forward_transposed(&g, &gemm, xs, ws, out, split);
+        forward_transposed(&g, &gemm, xs, ws, out, split)?;
         return Ok(store);
     }
     let col_len = if g.direct { 0 } else { g.kk * g.hw };
@@ -288,10 +288,10 @@ fn forward_transposed<T: ConvReal>(
     ws: &[T],
     out: &mut [T],
     split: bool,
-) {
+) -> Result<()> {
     let d = &g.d;
     // Every value is written by the transpose.
-    let mut wt = crate::pool::take::<T>(ws.len());
+    let mut wt = crate::pool::take::<T>("conv2d", ws.len())?;
     for (src, dst) in ws
         .chunks_exact(g.og * g.kk)
         .zip(wt.chunks_exact_mut(g.og * g.kk))
@@ -328,6 +328,7 @@ fn forward_transposed<T: ConvReal>(
         },
     );
     crate::pool::give(wt);
+    Ok(())
 }
 
 /// The input gradient (n, c, h, w) from contiguous `gy` and `w`.
@@ -352,7 +353,7 @@ fn backward_input_t<T: ConvReal>(
     let d = &g.d;
     let gys = read::<T>(OP, gy.0, gy.1, d.n * d.o * g.hw)?;
     let ws = read::<T>(OP, w.0, w.1, d.o * g.kk)?;
-    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.n * d.c * g.hw_in);
+    let mut store = CpuStorage::for_overwrite(OP, T::DTYPE, d.n * d.c * g.hw_in)?;
     let dx = T::slice_mut(&mut store).expect("allocated as T");
     if depthwise::applies(&g) {
         depthwise::backward_input(&g, gys, ws, dx);
@@ -487,15 +488,15 @@ fn backward_weight_t<T: ConvReal>(
     // stride-2 layer's weight gradient.
     let partial = |range: std::ops::Range<usize>| {
         let mut acc = if tr {
-            crate::pool::take::<T>(len)
+            crate::pool::take::<T>(OP, len)?
         } else {
-            crate::pool::take_zeroed::<T>(len)
+            crate::pool::take_zeroed::<T>(OP, len)?
         };
         if tr && (range.is_empty() || g.hw == 0) {
             acc.fill(T::default());
         }
         sum_samples(range, &mut acc);
-        acc
+        Ok::<_, quill_core::Error>(acc)
     };
     let mut parts: Vec<Vec<T>> = if split {
         // Four parts a thread: one slowed by a busy sibling core hands parts over.
@@ -504,8 +505,10 @@ fn backward_weight_t<T: ConvReal>(
         crate::par::map(d.n.div_ceil(per), threads, |p| {
             partial(p * per..((p + 1) * per).min(d.n))
         })
+        .into_iter()
+        .collect::<Result<_>>()?
     } else {
-        vec![partial(0..d.n)]
+        vec![partial(0..d.n)?]
     };
     // The parts added in a fixed order (the same sums whatever the threads), in parallel over
     // stretches of the weights.
@@ -521,7 +524,7 @@ fn backward_weight_t<T: ConvReal>(
     if !tr || len == 0 {
         return Ok(T::wrap(sum));
     }
-    let mut dw = crate::pool::take::<T>(len);
+    let mut dw = crate::pool::take::<T>(OP, len)?;
     for (dst, src) in dw.chunks_mut(g.og * g.kk).zip(sum.chunks(g.og * g.kk)) {
         transpose_into(src, dst, g.kk, g.og, g.kk);
     }

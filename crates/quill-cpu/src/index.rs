@@ -54,17 +54,21 @@ fn walk<const K: usize>(
         .try_for_each(&mut f)
 }
 
-fn gather_kernel<T: Copy, I: Copy + Into<i64>>(
+fn gather_kernel<T: CpuElement, I: Copy + Into<i64>>(
     op: &'static str,
     src: &[T],
     ix: &[I],
     plan: &LoopPlan,
     along: Along,
 ) -> Result<Vec<T>> {
-    let mut out = Vec::with_capacity(plan.numel());
+    // Sized by the index, which may be a broadcast view far larger than memory: checked.
+    let mut out = crate::pool::take::<T>(op, plan.numel())?;
+    let mut slots = out.iter_mut();
     walk(plan, |[oi, ob]| {
         let k = resolve(op, ix[oi].into(), along)?;
-        out.push(src[(ob as isize + k * along.stride) as usize]);
+        if let Some(slot) = slots.next() {
+            *slot = src[(ob as isize + k * along.stride) as usize];
+        }
         Ok(())
     })?;
     Ok(out)

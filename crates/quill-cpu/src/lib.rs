@@ -58,12 +58,11 @@ pub fn copy(dst: &mut CpuStorage, dst_l: &Layout, src: &CpuStorage, src_l: &Layo
 }
 
 /// A contiguous copy of `src` seen through `l`.
-pub fn compact(src: &CpuStorage, l: &Layout) -> CpuStorage {
-    let mut out = CpuStorage::for_overwrite(src.dtype(), l.numel());
-    let out_l =
-        Layout::contiguous(l.shape()).expect("a valid layout's shape has a valid element count");
-    copy(&mut out, &out_l, src, l).expect("same dtype by construction");
-    out
+pub fn compact(src: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
+    let mut out = CpuStorage::for_overwrite("compact", src.dtype(), l.numel())?;
+    let out_l = Layout::contiguous(l.shape())?;
+    copy(&mut out, &out_l, src, l)?;
+    Ok(out)
 }
 
 /// Writes `value` (cast to the storage's dtype with NumPy's rules) at every element of `l`.

@@ -116,7 +116,7 @@ pub fn forward(x: (&CpuStorage, usize), dims: &PoolDims) -> Result<CpuStorage> {
 fn forward_t<T: PoolReal>(x: (&CpuStorage, usize), d: &PoolDims) -> Result<CpuStorage> {
     let (hw, ohw) = (d.h * d.w, d.ho * d.wo);
     let xs = read::<T>("max_pool2d", x.0, x.1, d.planes * hw)?;
-    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * ohw);
+    let mut store = CpuStorage::for_overwrite("max_pool2d", T::DTYPE, d.planes * ohw)?;
     let out = T::slice_mut(&mut store).expect("allocated as T");
     planes(out, ohw, d.planes * hw, |p, o| {
         let xp = &xs[p * hw..(p + 1) * hw];
@@ -205,7 +205,7 @@ fn backward_t<T: PoolReal>(
     let xs = read::<T>(OP, x.0, x.1, d.planes * hw)?;
     let ys = read::<T>(OP, y.0, y.1, d.planes * ohw)?;
     let gs = read::<T>(OP, gy.0, gy.1, d.planes * ohw)?;
-    let mut store = CpuStorage::for_overwrite(T::DTYPE, d.planes * hw);
+    let mut store = CpuStorage::for_overwrite(OP, T::DTYPE, d.planes * hw)?;
     let dx = T::slice_mut(&mut store).expect("allocated as T");
     let tiles = (d.kh, d.kw) == (d.sh, d.sw);
     planes(dx, hw, d.planes * hw, |p, dxp| {

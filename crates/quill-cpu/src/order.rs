@@ -27,7 +27,7 @@ fn axis_last(ndim: usize, axis: usize) -> Vec<isize> {
 /// consecutive runs), and the lane shape.
 fn lanes<T: CpuElement>(src: &CpuStorage, l: &Layout, axis: usize) -> Result<(Vec<T>, Vec<usize>)> {
     let lane_l = l.permute(&axis_last(l.ndim(), axis))?;
-    let c = compact(src, &lane_l);
+    let c = compact(src, &lane_l)?;
     let v = T::slice(&c)
         .ok_or(Error::DTypeMismatch {
             op: "lanes",
@@ -54,7 +54,7 @@ fn unlanes(out: CpuStorage, lane_shape: &[usize], axis: usize) -> Result<CpuStor
         })
         .collect();
     let back = Layout::contiguous(lane_shape)?.permute(&inv)?;
-    Ok(compact(&out, &back))
+    compact(&out, &back)
 }
 
 fn sorted<T: CpuElement + PartialOrd>(

@@ -6,6 +6,7 @@
 //! Fresh large buffers are zero-mapped by the allocator and advised to use transparent huge pages.
 
 use crate::storage::CpuElement;
+use quill_core::{Error, Result};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -105,37 +106,87 @@ fn take_pooled<T: CpuElement>(cap: usize) -> Option<Vec<T>> {
     Some(v)
 }
 
-/// A buffer of exactly `n` elements with unspecified (valid) contents.
-pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
+/// Checks that a buffer of `n` elements of `T` can exist on this machine: its bytes must not
+/// overflow and must fit in memory plus swap. The one gate every array buffer passes (Rust
+/// aborts the process when an allocation fails, so a too-large request must never reach it).
+pub fn check<T: CpuElement>(op: &'static str, n: usize) -> Result<usize> {
+    let size = std::mem::size_of::<T>();
+    let limit = max_buffer_bytes();
+    match n.checked_mul(size) {
+        Some(bytes) if bytes <= limit && bytes <= isize::MAX as usize => Ok(bytes),
+        bytes => Err(out_of_memory::<T>(
+            op,
+            n,
+            bytes.unwrap_or(usize::MAX),
+            format!(", more than this machine's {limit} bytes of memory and swap"),
+        )),
+    }
+}
+
+fn out_of_memory<T: CpuElement>(
+    op: &'static str,
+    numel: usize,
+    bytes: usize,
+    why: String,
+) -> Error {
+    Error::OutOfMemory {
+        op,
+        numel,
+        dtype: T::DTYPE,
+        bytes,
+        why,
+    }
+}
+
+/// A small buffer from the global allocator, with a failed allocation as an error.
+fn small_vec<T: CpuElement>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| {
+        out_of_memory::<T>(
+            op,
+            n,
+            n.saturating_mul(std::mem::size_of::<T>()),
+            format!(": {e}"),
+        )
+    })?;
+    v.resize(n, T::zero());
+    Ok(v)
+}
+
+/// A buffer of exactly `n` elements with unspecified (valid) contents, for `op` (named in the
+/// `Error::OutOfMemory` it returns when the buffer cannot exist).
+pub fn take<T: CpuElement>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    check::<T>(op, n)?;
     let Some(cap) = class_of(n, std::mem::size_of::<T>()) else {
-        return vec![T::zero(); n];
+        return small_vec(op, n);
     };
     if let Some(mut v) = take_pooled::<T>(cap) {
         HITS.fetch_add(1, Ordering::Relaxed);
         v.resize(n, T::zero());
-        return v;
+        return Ok(v);
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
-    let mut v = alloc_zeroed_vec::<T>(cap);
+    let mut v = alloc_zeroed_vec::<T>(op, cap)?;
     v.truncate(n);
-    v
+    Ok(v)
 }
 
-/// A zero-filled buffer of exactly `n` elements.
-pub fn take_zeroed<T: CpuElement>(n: usize) -> Vec<T> {
+/// A zero-filled buffer of exactly `n` elements for `op` (errors as `take`).
+pub fn take_zeroed<T: CpuElement>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    check::<T>(op, n)?;
     let Some(cap) = class_of(n, std::mem::size_of::<T>()) else {
-        return vec![T::zero(); n];
+        return small_vec(op, n);
     };
     if let Some(mut v) = take_pooled::<T>(cap) {
         HITS.fetch_add(1, Ordering::Relaxed);
         v.clear();
         v.resize(n, T::zero());
-        return v;
+        return Ok(v);
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
-    let mut v = alloc_zeroed_vec::<T>(cap);
+    let mut v = alloc_zeroed_vec::<T>(op, cap)?;
     v.truncate(n);
-    v
+    Ok(v)
 }
 
 /// Returns a buffer to the pool (or frees it when it is small, not of a class size, or the pool
@@ -159,27 +210,30 @@ pub fn give<T: CpuElement>(v: Vec<T>) {
 }
 
 /// A vector of `cap` zero elements whose pages the allocator maps lazily (calloc), so that a
-/// kernel's first write is the only touch.
-fn alloc_zeroed_vec<T: CpuElement>(cap: usize) -> Vec<T> {
-    let Ok(layout) = std::alloc::Layout::array::<T>(cap) else {
-        // Only reachable when cap * size overflows isize, which the array constructors reject
-        // with an error first; fall back to the standard path, which reports capacity overflow.
-        return vec![T::zero(); cap];
-    };
+/// kernel's first write is the only touch. A refused allocation is an error, not an abort.
+fn alloc_zeroed_vec<T: CpuElement>(op: &'static str, cap: usize) -> Result<Vec<T>> {
+    let bytes = cap.saturating_mul(std::mem::size_of::<T>());
+    let layout = std::alloc::Layout::array::<T>(cap)
+        .map_err(|e| out_of_memory::<T>(op, cap, bytes, format!(": {e}")))?;
     if layout.size() == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     // SAFETY: `layout` has non-zero size (checked above).
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
     if ptr.is_null() {
-        std::alloc::handle_alloc_error(layout);
+        return Err(out_of_memory::<T>(
+            op,
+            cap,
+            bytes,
+            ": the allocator refused it".into(),
+        ));
     }
     advise_huge_pages(ptr as *mut u8, layout.size());
-    // SAFETY: `ptr` comes from the global allocator with `Layout::array::<T>(cap)`, which is the
-    // layout `Vec<T>` uses for capacity `cap`; all `cap` elements are initialised, since the
-    // memory is zeroed and zero bits are a valid value of every `CpuElement` (a sealed set of
-    // primitive numbers and bool).
-    unsafe { Vec::from_raw_parts(ptr, cap, cap) }
+    // SAFETY: `ptr` is non-null and comes from the global allocator with
+    // `Layout::array::<T>(cap)`, which is the layout `Vec<T>` uses for capacity `cap`; all `cap`
+    // elements are initialised, since the memory is zeroed and zero bits are a valid value of
+    // every `CpuElement` (a sealed set of primitive numbers and bool).
+    Ok(unsafe { Vec::from_raw_parts(ptr, cap, cap) })
 }
 
 #[cfg(target_os = "linux")]
@@ -229,16 +283,42 @@ mod tests {
     #[test]
     fn reuse_gives_right_length_and_zeroes_when_asked() {
         let n = 300_000;
-        let mut v = take::<f32>(n);
+        let mut v = take::<f32>("test", n).unwrap();
         assert_eq!(v.len(), n);
         v.iter_mut().for_each(|x| *x = 7.0);
         give(v);
-        let w = take_zeroed::<f32>(n - 5);
+        let w = take_zeroed::<f32>("test", n - 5).unwrap();
         assert_eq!(w.len(), n - 5);
         assert!(w.iter().all(|&x| x == 0.0));
         give(w);
-        let u = take::<f32>(n + 3);
+        let u = take::<f32>("test", n + 3).unwrap();
         assert_eq!(u.len(), n + 3);
+    }
+
+    /// The gate's bounds: at the limit a request passes the check, one element past it (and
+    /// any byte count that overflows) is `OutOfMemory` naming the op, never an abort.
+    #[test]
+    fn requests_past_the_machine_are_errors() {
+        let limit = max_buffer_bytes();
+        for (n, dtype_size) in [(limit / 8 + 1, 8), (usize::MAX / 2, 8), (usize::MAX, 8)] {
+            let err = take::<f64>("probe", n).unwrap_err();
+            match &err {
+                Error::OutOfMemory {
+                    op, numel, bytes, ..
+                } => {
+                    assert_eq!((*op, *numel), ("probe", n));
+                    assert_eq!(*bytes, n.saturating_mul(dtype_size));
+                }
+                e => panic!("expected OutOfMemory, got {e:?}"),
+            }
+            assert!(err.to_string().contains("out of memory"), "{err}");
+            assert!(take_zeroed::<f64>("probe", n).is_err());
+        }
+        assert_eq!(check::<f64>("probe", limit / 8).unwrap(), limit / 8 * 8);
+        assert!(check::<u8>("probe", limit + 1).is_err());
+        // Size 0 and small buffers take the plain path.
+        assert!(take::<u8>("probe", 0).unwrap().is_empty());
+        assert_eq!(take_zeroed::<i64>("probe", 5).unwrap(), vec![0; 5]);
     }
 }
 

@@ -4,7 +4,7 @@
 pub use crate::buf::Buf;
 use crate::pool;
 use half::{bf16, f16};
-use quill_core::{DType, Element};
+use quill_core::{DType, Element, Result};
 
 #[derive(Debug)]
 pub enum CpuStorage {
@@ -171,15 +171,16 @@ impl CpuStorage {
         self.len() == 0
     }
 
-    /// A zero-filled buffer of `len` elements, taken from the pool when one fits.
-    pub fn zeros(dtype: DType, len: usize) -> CpuStorage {
-        dispatch_dtype!(dtype, T => T::wrap(pool::take_zeroed::<T>(len)))
+    /// A zero-filled buffer of `len` elements for `op`, taken from the pool when one fits
+    /// (`Error::OutOfMemory` when it cannot exist).
+    pub fn zeros(op: &'static str, dtype: DType, len: usize) -> Result<CpuStorage> {
+        Ok(dispatch_dtype!(dtype, T => T::wrap(pool::take_zeroed::<T>(op, len)?)))
     }
 
     /// A buffer of `len` elements whose contents are unspecified (but valid values): for outputs
     /// that a kernel overwrites completely. Reuses pooled memory without clearing it.
-    pub fn for_overwrite(dtype: DType, len: usize) -> CpuStorage {
-        dispatch_dtype!(dtype, T => T::wrap(pool::take::<T>(len)))
+    pub fn for_overwrite(op: &'static str, dtype: DType, len: usize) -> Result<CpuStorage> {
+        Ok(dispatch_dtype!(dtype, T => T::wrap(pool::take::<T>(op, len)?)))
     }
 
     pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {

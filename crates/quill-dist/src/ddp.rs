@@ -119,7 +119,7 @@ fn f32_vec(a: &NDArray) -> Result<Vec<f32>> {
     Ok(if a.dtype() == DType::F32 {
         a.to_vec::<f32>()?
     } else {
-        a.astype(DType::F32).to_vec::<f32>()?
+        a.astype(DType::F32)?.to_vec::<f32>()?
     })
 }
 
@@ -322,7 +322,7 @@ fn write_back(st: &SyncState, b: usize, avg: &[f32]) -> Result<()> {
         let p = &st.params[i];
         let g = NDArray::from_vec(avg[off..off + p.numel()].to_vec(), p.shape())?;
         let g = if p.dtype() != DType::F32 {
-            g.astype(p.dtype())
+            g.astype(p.dtype())?
         } else {
             g
         };

@@ -13,16 +13,12 @@ pub fn err(e: Error) -> PyErr {
     match e {
         Error::IndexOutOfRange { .. } | Error::AxisOutOfRange { .. } => PyIndexError::new_err(msg),
         Error::DTypeMismatch { .. } => PyTypeError::new_err(msg),
+        Error::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(msg),
         // NumPy raises IndexError for malformed index expressions and TypeError for ops a
         // dtype does not define (bool subtraction, say).
         Error::InvalidArgument { op: "slice", .. } => PyIndexError::new_err(msg),
-        Error::InvalidArgument { .. } if msg.contains("out of memory") => {
-            pyo3::exceptions::PyMemoryError::new_err(msg)
-        }
         // A number a dtype cannot hold: NumPy 2's OverflowError.
-        Error::InvalidArgument { .. } if msg.contains("out of bounds for") => {
-            pyo3::exceptions::PyOverflowError::new_err(msg)
-        }
+        Error::ValueOutOfRange { .. } => pyo3::exceptions::PyOverflowError::new_err(msg),
         Error::InvalidArgument { .. }
             if msg.contains("not defined for") || msg.contains("casting rule same_kind") =>
         {
@@ -178,7 +174,7 @@ pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> Py
     let bytes = bytes.cast::<PyBytes>()?;
     let a = NDArray::from_le_bytes(bytes.as_bytes(), &shape, d).q()?;
     Ok(match dtype {
-        Some(DType::BF16) => a.astype(DType::BF16),
+        Some(DType::BF16) => a.astype(DType::BF16).q()?,
         _ => a,
     })
 }
@@ -187,7 +183,7 @@ pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> Py
 pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>> {
     let np = py.import("numpy")?;
     let a = if a.dtype() == DType::BF16 {
-        a.astype(DType::F32)
+        a.astype(DType::F32).q()?
     } else {
         a.clone()
     };

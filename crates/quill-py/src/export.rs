@@ -422,7 +422,7 @@ pub fn export_dlpack<'py>(
         }
     }
     if copy == Some(true) && !copied {
-        a = a.try_deep_copy().q()?;
+        a = a.deep_copy().q()?;
         copied = true;
     }
     let pinned = a.pin().q()?;
@@ -588,11 +588,7 @@ unsafe fn read_tensor(
     // SAFETY: as above, read as bytes (no alignment needed) before `owner` drops.
     let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, span * size) };
     let flat = NDArray::from_le_bytes(bytes, &[span], dtype).q()?;
-    let out = flat
-        .as_strided(&shape, &strides, offset)
-        .q()?
-        .try_compact()
-        .q();
+    let out = flat.as_strided(&shape, &strides, offset).q()?.compact().q();
     drop(owner);
     out
 }

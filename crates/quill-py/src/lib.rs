@@ -3,8 +3,11 @@
 //! attention and Transformer layers behind `quill.nn`). Errors become the Python
 //! exceptions NumPy users expect; nothing here panics on user input.
 
+mod check;
 mod convert;
+mod data;
 mod export;
+mod guard;
 mod ndarray;
 mod sequence;
 mod tensor;
@@ -14,12 +17,14 @@ use quill::{BinaryOp, UnaryOp};
 
 /// The names of quill's unary ops, in the order of quill-core's op table (`unary_ops!`). The
 /// Python package builds its per-op functions and methods from this list.
+#[quill_py_guard::guard]
 #[pyfunction]
 fn unary_op_names() -> Vec<&'static str> {
     UnaryOp::ALL.iter().map(|u| u.name()).collect()
 }
 
 /// The names of quill's binary ops (quill-core's `binary_ops!`), in table order.
+#[quill_py_guard::guard]
 #[pyfunction]
 fn binary_op_names() -> Vec<&'static str> {
     BinaryOp::ALL.iter().map(|b| b.name()).collect()
@@ -41,8 +46,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::undilate, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::pad, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_arg, m)?)?;
     m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(guard::_debug_panic, m)?)?;
+    m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
+    data::register(m)?;
     Ok(())
 }

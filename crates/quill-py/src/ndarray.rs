@@ -19,6 +19,7 @@ pub struct PyDevice {
     pub device: Device,
 }
 
+#[quill_py_guard::guard("Device")]
 #[pymethods]
 impl PyDevice {
     #[getter]
@@ -50,6 +51,7 @@ impl PyDevice {
     }
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn cpu() -> PyDevice {
     PyDevice {
@@ -57,6 +59,7 @@ pub fn cpu() -> PyDevice {
     }
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (index = 0))]
 pub fn cuda(index: usize) -> PyDevice {
@@ -68,6 +71,7 @@ pub fn cuda(index: usize) -> PyDevice {
 /// A quill array over the memory of any DLPack producer (NumPy, PyTorch, JAX, quill): shared
 /// where it can be (writes show on both sides), copied when `copy=True`, for read-only, bool
 /// or misaligned memory, or when `device` is another device.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device = None, copy = None))]
 pub fn from_dlpack(
@@ -83,8 +87,9 @@ pub fn from_dlpack(
     Ok(PyNDArray::wrap(a))
 }
 
+#[quill_py_guard::guard]
 #[pyfunction]
-pub fn default_device() -> PyDevice {
+pub fn default_device() -> PyResult<PyDevice> {
     cpu()
 }
 
@@ -227,6 +232,7 @@ fn usize_shape(v: &[isize], op: &str) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+#[quill_py_guard::guard("NDArray")]
 #[pymethods]
 impl PyNDArray {
     #[new]
@@ -238,7 +244,7 @@ impl PyNDArray {
     ) -> PyResult<Self> {
         let dtype = dtype.map(dtype_of).transpose()?;
         let a = match data.extract::<PyRef<PyNDArray>>() {
-            Ok(o) => o.inner.astype(dtype.unwrap_or(o.inner.dtype())),
+            Ok(o) => o.inner.astype(dtype.unwrap_or(o.inner.dtype())).q()?,
             Err(_) => from_numpy_like(data, dtype)?,
         };
         let dev = device.map_or(Device::Cpu, |d| d.device);
@@ -347,13 +353,13 @@ impl PyNDArray {
     }
     /// A compact array: this one when it already is (and is writable), else a copy.
     fn compact(&self) -> PyResult<Self> {
-        Ok(if self.is_compact() && !self.inner.is_readonly() {
+        Ok(if self.is_compact()? && !self.inner.is_readonly() {
             self.clone()
         } else {
             let c = if self.inner.is_contiguous() {
-                self.inner.deep_copy()
+                self.inner.deep_copy().q()?
             } else {
-                self.inner.try_compact().q()?
+                self.inner.compact().q()?
             };
             PyNDArray::wrap(c)
         })
@@ -387,9 +393,7 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(self.inner.pad(&axes).q()?))
     }
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(
-            self.inner.try_astype(dtype_of(dtype)?).q()?,
-        ))
+        Ok(PyNDArray::wrap(self.inner.astype(dtype_of(dtype)?).q()?))
     }
     fn to(&self, device: PyRef<PyDevice>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
@@ -894,7 +898,7 @@ impl PyNDArray {
         self.inner.item::<i64>().q()
     }
     fn __pos__(&self) -> PyResult<Self> {
-        Ok(PyNDArray::wrap(self.inner.try_deep_copy().q()?))
+        Ok(PyNDArray::wrap(self.inner.deep_copy().q()?))
     }
     fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::FloorDiv, o, false).map(PyNDArray::wrap)

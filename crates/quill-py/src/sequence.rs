@@ -126,6 +126,7 @@ fn layer_params(
 /// LSTM, `c0`), each (num_layers, batch, hidden) or None for zeros: returns the last layer's
 /// hidden sequence (seq_len, batch, hidden), `h_n` and, for LSTM, `c_n`. Runs quill's fused
 /// recurrent layers (one graph node per layer).
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (kind, x, layers, h0 = None, c0 = None))]
 pub fn recurrent(
@@ -190,6 +191,7 @@ pub fn recurrent(
 
 /// One step of a cell: `x` (batch, input_size), `h` (and for LSTM `c`) (batch, hidden) or
 /// None for zeros; returns the next `h` and, for LSTM, the next `c`.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (kind, x, params, h = None, c = None))]
 pub fn recurrent_cell(
@@ -251,8 +253,14 @@ fn ids_of(ids: &Bound<'_, PyAny>) -> PyResult<NDArray> {
     if a.dtype().is_int() {
         return Ok(a);
     }
-    let ints = a.astype(DType::I64);
-    let exact = ints.astype(a.dtype()).eq(&a).q()?.all(None, false).q()?;
+    let ints = a.astype(DType::I64).q()?;
+    let exact = ints
+        .astype(a.dtype())
+        .q()?
+        .eq(&a)
+        .q()?
+        .all(None, false)
+        .q()?;
     if !exact.item::<bool>().q()? {
         return Err(PyValueError::new_err(format!(
             "Embedding: ids of dtype {:?} must hold whole numbers",
@@ -263,6 +271,7 @@ fn ids_of(ids: &Bound<'_, PyAny>) -> PyResult<NDArray> {
 }
 
 /// The rows of `weight` (num_embeddings, dim) at `ids` (any shape): shape `ids.shape + (dim,)`.
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn embedding(weight: T<'_>, ids: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let w = &weight.inner;
@@ -279,6 +288,7 @@ pub fn embedding(weight: T<'_>, ids: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
 
 /// Fused `softmax(scale * q k^T + causal mask) v` for q (..., Lq, D), k (..., Lk, D),
 /// v (..., Lk, Dv): the probabilities are never stored; `scale` defaults to 1/sqrt(D).
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (q, k, v, causal = false, scale = None))]
 pub fn scaled_dot_product_attention(
@@ -297,6 +307,7 @@ pub fn scaled_dot_product_attention(
 
 /// The attention probabilities `softmax(scale * q k^T + causal mask)` (..., Lq, Lk), from
 /// differentiable primitives.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (q, k, causal = false, scale = None))]
 pub fn attention_probs(q: T<'_>, k: T<'_>, causal: bool, scale: Option<f64>) -> PyResult<PyTensor> {
@@ -306,6 +317,7 @@ pub fn attention_probs(q: T<'_>, k: T<'_>, causal: bool, scale: Option<f64>) -> 
 /// quill's `MultiHeadAttention` with dropout `p` (its masks seeded by `seed`) in training
 /// mode: `(output, probabilities before dropout)`, or no probabilities when `p` is 0 (the
 /// fused kernel).
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn multi_head_attention(
     q: T<'_>,
@@ -422,6 +434,7 @@ fn transformer_layer_of(p: &LayerNormedArgs<'_>, c: AttnConfig) -> PyResult<Tran
 
 /// needle's AttentionLayer forward: `q` (B, Lq, Fq), `k` (B, Lk, Fk), `v` (B, Lk, Fv) ->
 /// (B, Lq, out_features).
+#[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn attention_layer(
@@ -449,6 +462,7 @@ pub fn attention_layer(
 }
 
 /// needle's (pre-norm) TransformerLayer forward on `x` (B, L, F).
+#[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn transformer_layer(
@@ -475,6 +489,7 @@ pub fn transformer_layer(
 
 /// needle's Transformer forward: `x` (L, B, E) (or (B, L, E) when `batch_first`) plus the
 /// learned positional embedding `pos_weight` (sequence_len, E), then the layers.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn transformer(
@@ -526,6 +541,7 @@ pub fn transformer(
 /// statistics in training, where `running_mean` / `running_var` are updated in place
 /// (`(1 - momentum) * running + momentum * batch`, the variance unbiased as PyTorch), and the
 /// running statistics in eval.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn batch_norm2d(

@@ -72,6 +72,7 @@ fn to_usize(v: &[isize]) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+#[quill_py_guard::guard("Tensor")]
 #[pymethods]
 impl PyTensor {
     /// `Tensor(data, device=None, dtype="float32", requires_grad=True)` as needle: data is an
@@ -86,7 +87,7 @@ impl PyTensor {
     ) -> PyResult<Self> {
         let dtype = dtype.map(dtype_of).transpose()?;
         let a: NDArray = if let Ok(t) = data.extract::<PyRef<PyTensor>>() {
-            t.inner.array().deep_copy()
+            t.inner.array().deep_copy().q()?
         } else if let Ok(a) = data.extract::<PyRef<PyNDArray>>() {
             a.inner.clone()
         } else {
@@ -94,13 +95,13 @@ impl PyTensor {
             // says otherwise; integer and bool data keep their dtype.
             let a = from_numpy_like(data, dtype)?;
             if dtype.is_none() && a.dtype() == DType::F64 {
-                a.astype(DType::F32)
+                a.astype(DType::F32).q()?
             } else {
                 a
             }
         };
         let a = match dtype {
-            Some(d) if d != a.dtype() => a.astype(d),
+            Some(d) if d != a.dtype() => a.astype(d).q()?,
             _ => a,
         };
         let a = a.to_device(device.map_or(a.device(), |d| d.device)).q()?;
@@ -168,7 +169,7 @@ impl PyTensor {
         PyNDArray::wrap(self.inner.array().clone())
     }
     #[getter]
-    fn cached_data(&self) -> PyNDArray {
+    fn cached_data(&self) -> PyResult<PyNDArray> {
         self.realize_cached_data()
     }
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -372,6 +373,7 @@ impl PyTensor {
 }
 
 /// `stack(tensors, axis)`: differentiable.
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn stack(tensors: Vec<PyRef<PyTensor>>, axis: isize) -> PyResult<PyTensor> {
     let ts: Vec<Tensor> = tensors.iter().map(|t| t.inner.clone()).collect();
@@ -380,6 +382,7 @@ pub fn stack(tensors: Vec<PyRef<PyTensor>>, axis: isize) -> PyResult<PyTensor> {
 }
 
 /// 2-D convolution on NCHW tensors with an OIHW weight (quill's im2col + matmul).
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (x, w, bias = None, stride = 1, padding = 0))]
 pub fn conv2d(
@@ -397,6 +400,7 @@ pub fn conv2d(
 
 /// needle's `ops.conv`: `a` (N, H, W, Cin) with weight `b` (kh, kw, Cin, Cout), zero
 /// `padding` on H and W, `stride`; returns (N, Ho, Wo, Cout). quill's `Tensor::conv`.
+#[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (a, b, stride = 1, padding = 0))]
 pub fn conv(
@@ -410,6 +414,7 @@ pub fn conv(
 
 /// needle's `ops.dilate`: `dilation` zeros after every element along each of `axes` (an int
 /// or a tuple).
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn dilate(a: PyRef<PyTensor>, axes: &Bound<'_, PyAny>, dilation: usize) -> PyResult<PyTensor> {
     let ax = self::axes(Some(axes))?.unwrap_or_default();
@@ -417,6 +422,7 @@ pub fn dilate(a: PyRef<PyTensor>, axes: &Bound<'_, PyAny>, dilation: usize) -> P
 }
 
 /// needle's `ops.undilate`: every `(dilation + 1)`-th element along each of `axes`.
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn undilate(
     a: PyRef<PyTensor>,
@@ -428,12 +434,14 @@ pub fn undilate(
 }
 
 /// Zero padding, one `(before, after)` pair per axis (`np.pad` with zeros); differentiable.
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn pad(a: PyRef<PyTensor>, axes: Vec<(usize, usize)>) -> PyResult<PyTensor> {
     Ok(wrap(a.inner.pad(&axes).q()?))
 }
 
 /// Cross-entropy of logits (N, C) against integer labels (N): quill's fused loss, the mean.
+#[quill_py_guard::guard]
 #[pyfunction]
 pub fn cross_entropy(logits: PyRef<PyTensor>, labels: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let y = match labels.extract::<PyRef<PyTensor>>() {
@@ -446,7 +454,7 @@ pub fn cross_entropy(logits: PyRef<PyTensor>, labels: &Bound<'_, PyAny>) -> PyRe
     let y = if y.dtype().is_int() {
         y
     } else {
-        y.astype(DType::I64)
+        y.astype(DType::I64).q()?
     };
     // Labels from NumPy start on the CPU; they follow the logits, as a DataLoader's would.
     let y = y.to_device(logits.inner.device()).q()?;

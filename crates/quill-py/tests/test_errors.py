@@ -315,6 +315,7 @@ import numpy as np
 from quill import Tensor
 from quill.backend_ndarray import NDArray, cuda
 from quill._native import stack
+import quill.array_api as xp
 a = NDArray(np.arange(6, dtype=np.float32).reshape(2, 3))
 t = Tensor(np.ones((2, 3)), dtype="float64")
 
@@ -390,3 +391,57 @@ def test_impossible_allocation_is_an_error_not_an_abort(call):
     the process."""
     out = run_calls([call])
     assert "raised MemoryError" in out or "raised ValueError" in out, out
+
+
+# The allocations an adversarial run found aborting the interpreter (SIGABRT) or raising a
+# PanicException: each must be a MemoryError naming the op, the interpreter alive after all.
+OOM_CALLS = [
+    "a._take(NDArray(np.zeros(1, np.int64)).broadcast_to((10**12,)), 0)",
+    "xp.take(xp.asarray([1.0, 2.0]), xp.broadcast_to(xp.asarray([0]), (10**12,)))",
+    "NDArray(NDArray(np.ones(1)).broadcast_to((10**6, 10**6)), dtype='float64')",
+    "NDArray(NDArray(np.ones(1)).broadcast_to((10**6, 10**6)))",
+    "NDArray(np.ones(1, np.float32)).broadcast_to((10**6, 10**6)).astype('float64')",
+    "NDArray(np.ones(1, np.float32)).broadcast_to((10**6, 10**6)).compact()",
+    "NDArray(np.ones(1, np.float32)).broadcast_to((10**6, 10**6)) * 2",
+    "NDArray(np.arange(3.0)).broadcast_to((10**12, 3)).reshape(3 * 10**12)",
+    "Tensor(NDArray(np.ones(1, np.float32)).broadcast_to((10**6, 10**6)), dtype='float64')",
+]
+
+
+def test_huge_copies_casts_and_gathers_are_memory_errors():
+    out = run_calls(OOM_CALLS)
+    lines = [line for line in out.splitlines() if line.startswith("raised")]
+    assert len(lines) == len(OOM_CALLS), out
+    for line in lines:
+        assert line.startswith("raised MemoryError"), line
+
+
+def test_a_rust_panic_is_an_internal_error_naming_the_call():
+    """Any panic that still escapes Rust reaches Python as quill.InternalError (a RuntimeError,
+    so `except Exception` sees it) naming the call, never PyO3's BaseException
+    PanicException and never an abort."""
+    import quill
+    from quill import _native
+
+    assert issubclass(quill.InternalError, RuntimeError)
+    with pytest.raises(quill.InternalError, match=r"_debug_panic: quill internal error .*boom"):
+        _native._debug_panic("boom")
+    out = run_calls(["__import__('quill')._native._debug_panic('x')"])
+    assert "raised InternalError" in out, out
+
+
+def test_every_exported_rust_function_is_guarded():
+    """`#[guard]` sits above every #[pyfunction] and #[pymethods] of the extension, so the
+    conversion above holds for all of them."""
+    import pathlib
+    import re
+
+    src = pathlib.Path(__file__).resolve().parents[1] / "src"
+    missing = []
+    for f in sorted(src.glob("*.rs")):
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if re.match(r"\s*#\[(pyfunction|pymethods)\]", line):
+                if "quill_py_guard::guard" not in lines[i - 1]:
+                    missing.append(f"{f.name}:{i + 1}")
+    assert not missing, missing

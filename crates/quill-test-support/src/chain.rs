@@ -170,8 +170,13 @@ impl Chain {
                             let a = self.arr.reshape(&req).unwrap();
                             assert!(!a.shares_storage_with(&self.arr));
                             assert_eq!(a.shape(), t.shape.as_slice());
-                            let got = a.astype(DType::F64).to_vec::<f64>().unwrap();
-                            let want = self.arr.astype(DType::F64).to_vec::<f64>().unwrap();
+                            let got = a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+                            let want = self
+                                .arr
+                                .astype(DType::F64)
+                                .unwrap()
+                                .to_vec::<f64>()
+                                .unwrap();
                             assert_same(&got, &want, &format!("reshape copy {req:?}"));
                         }
                         Err(e) => panic!("view {req:?}: {e}"),

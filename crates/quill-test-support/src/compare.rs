@@ -26,6 +26,7 @@ pub fn f64s(a: &NDArray) -> Vec<f64> {
     a.to_device(Device::Cpu)
         .unwrap()
         .astype(DType::F64)
+        .unwrap()
         .to_vec::<f64>()
         .unwrap()
 }

@@ -36,7 +36,7 @@ fn main() -> quill::Result<()> {
                 "exp" => a.unary(UnaryOp::Exp)?,
                 "add" => a.binary(BinaryOp::Add, &b)?,
                 "sum over axis 1" => a.sum(Some(&[1]), false)?,
-                _ => at.compact(),
+                _ => at.compact().unwrap(),
             };
             t.push(s.elapsed().as_secs_f64() * 1e6);
             std::hint::black_box(r);

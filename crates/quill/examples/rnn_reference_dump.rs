@@ -52,7 +52,8 @@ fn main() -> Result<()> {
             loss = loss.add(&cn.sum(None, false)?)?;
         }
         loss.backward()?;
-        let mut put = |name: String, a: &NDArray| out.push((format!("{kind}.{name}"), a.compact()));
+        let mut put =
+            |name: String, a: &NDArray| out.push((format!("{kind}.{name}"), a.compact().unwrap()));
         put("x".into(), x.array());
         put("h0".into(), h0.array());
         put("c0".into(), c0.array());

@@ -14,6 +14,7 @@
 //! # Ok::<(), quill::Error>(())
 //! ```
 
+pub mod check;
 pub mod data;
 pub mod io;
 pub mod nn;

@@ -114,11 +114,14 @@ fn randv(rng: &mut Prng, n: usize) -> Vec<f64> {
 }
 
 fn vals(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).to_vec::<f64>().unwrap()
+    a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn leaf(v: &[f64], shape: &[usize], dtype: DType) -> Tensor {
-    let a = NDArray::from_vec(v.to_vec(), shape).unwrap().astype(dtype);
+    let a = NDArray::from_vec(v.to_vec(), shape)
+        .unwrap()
+        .astype(dtype)
+        .unwrap();
     Tensor::from_array(a, dtype.is_float()).unwrap()
 }
 
@@ -333,9 +336,9 @@ fn non_contiguous_inputs() {
             dv,
         };
         let (qc, kc, vc) = (
-            vals(&qp.array().compact()),
-            vals(&kp.array().compact()),
-            vals(&vp.array().compact()),
+            vals(&qp.array().compact().unwrap()),
+            vals(&kp.array().compact().unwrap()),
+            vals(&vp.array().compact().unwrap()),
         );
         let scale = 1.0 / (d as f64).sqrt();
         let want = naive_forward(&c, &qc, &kc, &vc, causal, scale);
@@ -355,7 +358,7 @@ fn non_contiguous_inputs() {
             .unwrap();
         out.backward_with(&g).unwrap();
         let dq = q.grad().unwrap().permute(&[0, 2, 1, 3]).unwrap();
-        assert_close(&vals(&dq.array().compact()), &wq, 1e-10, "dq");
+        assert_close(&vals(&dq.array().compact().unwrap()), &wq, 1e-10, "dq");
         let dk = k0
             .grad()
             .unwrap()
@@ -363,12 +366,14 @@ fn non_contiguous_inputs() {
             .unwrap()
             .slice(&s![.., .., ..;-2, ..])
             .unwrap();
-        assert_close(&vals(&dk.array().compact()), &wk, 1e-10, "dk");
+        assert_close(&vals(&dk.array().compact().unwrap()), &wk, 1e-10, "dk");
         // Positions the view skipped get zero gradient.
         let skipped = k0.grad().unwrap().slice(&s![.., -2..;-2, .., ..]).unwrap();
-        assert!(vals(&skipped.array().compact()).iter().all(|&x| x == 0.0));
+        assert!(vals(&skipped.array().compact().unwrap())
+            .iter()
+            .all(|&x| x == 0.0));
         let dvg = v0.grad().unwrap().slice(&s![1.., .., 2.., ..;2]).unwrap();
-        assert_close(&vals(&dvg.array().compact()), &wv, 1e-10, "dv");
+        assert_close(&vals(&dvg.array().compact().unwrap()), &wv, 1e-10, "dv");
     }
 }
 
@@ -417,7 +422,8 @@ fn broadcast_grad_seed_and_f16() {
         vals(
             &NDArray::from_vec(x.to_vec(), &[x.len()])
                 .unwrap()
-                .astype(DType::F16),
+                .astype(DType::F16)
+                .unwrap(),
         )
     };
     let want = naive_forward(&c, &r(&qv), &r(&kv), &r(&vv), false, s);
@@ -490,7 +496,7 @@ fn second_order_through_create_graph() {
         let second = |fused: bool| {
             let t: Vec<Tensor> = ins
                 .iter()
-                .map(|x| Tensor::from_array(x.array().deep_copy(), true).unwrap())
+                .map(|x| Tensor::from_array(x.array().deep_copy().unwrap(), true).unwrap())
                 .collect();
             let out = if fused {
                 t[0].scaled_dot_product_attention(&t[1], &t[2], causal, None)

@@ -14,6 +14,7 @@ fn vals(t: &Tensor) -> Vec<f64> {
         .unwrap()
         .array()
         .compact()
+        .unwrap()
         .to_vec::<f64>()
         .unwrap()
 }

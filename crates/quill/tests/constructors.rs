@@ -223,7 +223,7 @@ fn rand_is_uniform_in_unit_interval_and_reproducible() {
     for d in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         let a = NDArray::rand(&[100, 1000], 42, d).unwrap();
         assert_eq!((a.shape(), a.dtype()), (&[100usize, 1000][..], d));
-        let v = a.astype(DType::F64).to_vec::<f64>().unwrap();
+        let v = a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         assert!(
             v.iter().all(|&x| (0.0..1.0).contains(&x)),
             "{d}: value outside [0, 1)"
@@ -236,9 +236,13 @@ fn rand_is_uniform_in_unit_interval_and_reproducible() {
         );
         // Same seed: same data; another seed: different data.
         let b = NDArray::rand(&[100, 1000], 42, d).unwrap();
-        assert_eq!(b.astype(DType::F64).to_vec::<f64>().unwrap(), v, "{d}");
+        assert_eq!(
+            b.astype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            v,
+            "{d}"
+        );
         let c = NDArray::rand(&[100, 1000], 43, d).unwrap();
-        let cv = c.astype(DType::F64).to_vec::<f64>().unwrap();
+        let cv = c.astype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         let differing = cv.iter().zip(&v).filter(|(x, y)| x != y).count();
         assert!(
             differing > v.len() / 2,
@@ -270,7 +274,7 @@ fn rand_is_uniform_in_unit_interval_and_reproducible() {
 fn randn_is_standard_normal() {
     for d in [DType::F32, DType::F64] {
         let a = NDArray::randn(&[200_000], 7, d).unwrap();
-        let v = a.astype(DType::F64).to_vec::<f64>().unwrap();
+        let v = a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         let (mean, std) = mean_std(&v);
         assert!(mean.abs() < 0.01, "{d}: mean {mean}");
         assert!((std - 1.0).abs() < 0.01, "{d}: std {std}");
@@ -280,9 +284,9 @@ fn randn_is_standard_normal() {
             "{d}: tail mass {beyond_2sd}"
         );
         let b = NDArray::randn(&[200_000], 7, d).unwrap();
-        assert_eq!(b.astype(DType::F64).to_vec::<f64>().unwrap(), v);
+        assert_eq!(b.astype(DType::F64).unwrap().to_vec::<f64>().unwrap(), v);
         let c = NDArray::randn(&[200_000], 8, d).unwrap();
-        assert_ne!(c.astype(DType::F64).to_vec::<f64>().unwrap(), v);
+        assert_ne!(c.astype(DType::F64).unwrap().to_vec::<f64>().unwrap(), v);
     }
     let s = NDArray::randn(&[2, 3, 4], 1, DType::F16).unwrap();
     assert_eq!(s.shape(), &[2, 3, 4]);

@@ -124,12 +124,14 @@ fn laid_out(v: &NDArray, view: View) -> NDArray {
             .permute(&[0, 2, 3, 1])
             .unwrap()
             .compact()
+            .unwrap()
             .permute(&[0, 3, 1, 2])
             .unwrap(),
         View::Flipped => v
             .slice(&s![.., .., .., ..;-1])
             .unwrap()
             .compact()
+            .unwrap()
             .slice(&s![.., .., .., ..;-1])
             .unwrap(),
         View::Offset => {
@@ -164,9 +166,9 @@ fn check_case(t: &Case, seed: u64, view: View, dtype: DType) {
     let wv = randn(&t.w_shape(), seed + 1);
     let gv = randn(&t.y_shape(), seed + 2);
     let (y_ref, dx_ref, dw_ref) = naive(t, &f64s(&xv), &f64s(&wv), &f64s(&gv));
-    let x = Tensor::from_array(laid_out(&xv, view).astype(dtype), true).unwrap();
-    let w = Tensor::from_array(laid_out(&wv, view).astype(dtype), true).unwrap();
-    let gy = Tensor::new(laid_out(&gv, view).astype(dtype));
+    let x = Tensor::from_array(laid_out(&xv, view).astype(dtype).unwrap(), true).unwrap();
+    let w = Tensor::from_array(laid_out(&wv, view).astype(dtype).unwrap(), true).unwrap();
+    let gy = Tensor::new(laid_out(&gv, view).astype(dtype).unwrap());
     let y = x.conv2d(&w, t.spec()).unwrap();
     assert_eq!(y.shape(), &t.y_shape(), "{ctx}");
     assert_eq!(y.dtype(), dtype, "{ctx}");
@@ -358,8 +360,8 @@ fn non_contiguous_operands() {
     }
     // Half precision computes in f32 and rounds once.
     let t = case(2, 4, 4, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 2);
-    let x = randn(&t.x_shape(), 5).astype(DType::F16);
-    let w = randn(&t.w_shape(), 6).astype(DType::F16);
+    let x = randn(&t.x_shape(), 5).astype(DType::F16).unwrap();
+    let w = randn(&t.w_shape(), 6).astype(DType::F16).unwrap();
     let y = Tensor::new(x.clone())
         .conv2d(&Tensor::new(w.clone()), t.spec())
         .unwrap();

@@ -40,7 +40,8 @@ fn every_fixture_decodes_to_the_same_batch() {
         "py2.pkl",
     ] {
         let v = unpickle(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let Some(Value::Array(a)) = v.get("data") else {
+        let data = v.get(v.root(), "data").and_then(|r| v.value(r));
+        let Some(Value::Array(a)) = data else {
             panic!("{name}: no data array")
         };
         assert_eq!(a.shape, vec![N, 3072], "{name}");
@@ -49,7 +50,23 @@ fn every_fixture_decodes_to_the_same_batch() {
                 assert_eq!(a.data[i * 3072 + j], pixel(i, j), "{name} [{i}, {j}]");
             }
         }
-        assert!(v.get("labels").is_some(), "{name}");
+        let labels = v.get(v.root(), "labels").and_then(|r| v.value(r));
+        let got: Vec<i64> = match labels {
+            Some(Value::List(items)) => items
+                .iter()
+                .map(|&r| match v.value(r) {
+                    Some(Value::Int(l)) => *l,
+                    other => panic!("{name}: label {other:?}"),
+                })
+                .collect(),
+            Some(Value::Array(a)) => a
+                .data
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            other => panic!("{name}: labels {other:?}"),
+        };
+        assert_eq!(got, (0..N).map(label).collect::<Vec<_>>(), "{name}");
     }
 }
 

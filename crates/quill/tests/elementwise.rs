@@ -34,7 +34,8 @@ fn values(rng: &mut Prng, dtype: DType, n: usize, small: bool) -> Vec<f64> {
 fn strided(rng: &mut Prng, vals: &[f64], shape: &[usize], dtype: DType) -> NDArray {
     let a = NDArray::from_vec(vals.to_vec(), shape)
         .unwrap()
-        .astype(dtype);
+        .astype(dtype)
+        .unwrap();
     let flat = a.reshape(&[-1]).unwrap();
     let b = match dtype {
         DType::F32 => strided_from(rng, &flat.to_vec::<f32>().unwrap(), shape, 0.0),
@@ -62,7 +63,7 @@ fn strided(rng: &mut Prng, vals: &[f64], shape: &[usize], dtype: DType) -> NDArr
 
 /// The elements in C order as f64 (through the array's own `astype`, checked elsewhere).
 fn as_f64(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).to_vec::<f64>().unwrap()
+    a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 /// `v` converted to `dtype` and back, as NumPy converts a value into an array of that dtype.
@@ -70,6 +71,7 @@ fn round_to(v: f64, dtype: DType) -> f64 {
     NDArray::full(&[], v, dtype)
         .unwrap()
         .astype(DType::F64)
+        .unwrap()
         .item::<f64>()
         .unwrap()
 }
@@ -349,8 +351,8 @@ fn special_values() {
         r[4] == 0.0 && r[4].is_sign_negative(),
         "zero takes the divisor's sign"
     );
-    let xi = x.astype(DType::I64);
-    let yi = y.astype(DType::I64);
+    let xi = x.astype(DType::I64).unwrap();
+    let yi = y.astype(DType::I64).unwrap();
     assert_eq!(
         xi.remainder(&yi).unwrap().to_vec::<i64>().unwrap(),
         vec![2, -2, -1, 1, 0]
@@ -422,7 +424,8 @@ fn log10_matches_numpy_on_strided_views() {
     for dtype in [DType::F64, DType::F32] {
         let a = NDArray::from_vec(x.to_vec(), &[3, 4])
             .unwrap()
-            .astype(dtype);
+            .astype(dtype)
+            .unwrap();
         let v = a
             .permute(&[1, 0])
             .unwrap()
@@ -463,11 +466,11 @@ fn in_place_forms() {
         .unwrap();
     let other = NDArray::arange(0.0, 6.0, 1.0, DType::F32).unwrap();
     // Contiguous destination: the direct kernel.
-    let a = base.deep_copy();
+    let a = base.deep_copy().unwrap();
     a.add_assign(&other).unwrap();
     assert_eq!(as_f64(&a), as_f64(&base.add(&other).unwrap()));
     // A reversed, stepped view of a larger buffer: only the view changes.
-    let big = base.deep_copy();
+    let big = base.deep_copy().unwrap();
     let v = big.slice(&s![..;-2, 1..;2]).unwrap();
     let before = as_f64(&big);
     let expect = as_f64(&v.mul_scalar(3.0).unwrap());
@@ -513,32 +516,43 @@ fn operators_match_methods() {
         .reshape(&[2, 3])
         .unwrap();
     let b = NDArray::arange(1.0, 4.0, 1.0, DType::F32).unwrap();
-    assert_eq!(as_f64(&(&a + &b)), as_f64(&a.add(&b).unwrap()));
-    assert_eq!(as_f64(&(&a - &b)), as_f64(&a.sub(&b).unwrap()));
-    assert_eq!(as_f64(&(&a * 2.0)), as_f64(&a.mul_scalar(2.0).unwrap()));
-    assert_eq!(as_f64(&(2.0 / &a)), as_f64(&a.rdiv_scalar(2.0).unwrap()));
+    assert_eq!(as_f64(&(&a + &b).unwrap()), as_f64(&a.add(&b).unwrap()));
+    assert_eq!(as_f64(&(&a - &b).unwrap()), as_f64(&a.sub(&b).unwrap()));
     assert_eq!(
-        as_f64(&(&a % 4.0)),
+        as_f64(&(&a * 2.0).unwrap()),
+        as_f64(&a.mul_scalar(2.0).unwrap())
+    );
+    assert_eq!(
+        as_f64(&(2.0 / &a).unwrap()),
+        as_f64(&a.rdiv_scalar(2.0).unwrap())
+    );
+    assert_eq!(
+        as_f64(&(&a % 4.0).unwrap()),
         as_f64(&a.remainder_scalar(4.0).unwrap())
     );
-    assert_eq!(as_f64(&-&a), as_f64(&a.neg().unwrap()));
-    let mut c = a.deep_copy();
-    c += &b;
-    c *= 0.5;
-    assert_eq!(
-        as_f64(&c),
-        as_f64(&a.add(&b).unwrap().mul_scalar(0.5).unwrap())
+    assert_eq!(as_f64(&(-&a).unwrap()), as_f64(&a.neg().unwrap()));
+    // An operator's error is a value, not a panic.
+    let bad = NDArray::zeros(&[4], DType::F32).unwrap();
+    let e = (&a + &bad).unwrap_err().to_string();
+    assert!(e.contains("[2, 3]") && e.contains("[4]"), "{e}");
+    assert!(
+        (-&t_bool()).is_err(),
+        "negating bool is an error, as NumPy's TypeError"
     );
     let t = NDArray::from_vec(vec![true, false], &[2]).unwrap();
-    assert_eq!((!&t).to_vec::<bool>().unwrap(), vec![false, true]);
+    assert_eq!((!&t).unwrap().to_vec::<bool>().unwrap(), vec![false, true]);
+}
+
+fn t_bool() -> NDArray {
+    NDArray::from_vec(vec![true, false], &[2]).unwrap()
 }
 
 #[test]
-#[should_panic(expected = "add: shape mismatch: [2, 3] vs [2]")]
-fn operator_panics_with_the_method_message() {
+fn operator_errors_with_the_method_message() {
     let a = NDArray::zeros(&[2, 3], DType::F32).unwrap();
     let b = NDArray::zeros(&[2], DType::F32).unwrap();
-    let _ = &a + &b;
+    let e = (&a + &b).unwrap_err().to_string();
+    assert!(e.starts_with("add: shape mismatch: [2, 3] vs [2]"), "{e}");
 }
 
 #[test]
@@ -644,6 +658,7 @@ fn where_contiguous_and_broadcast_runs() {
                 NDArray::from_vec(v.to_vec(), &[v.len()])
                     .unwrap()
                     .astype(dtype)
+                    .unwrap()
                     .slice(&s![skip as isize..])
                     .unwrap()
             };
@@ -651,6 +666,7 @@ fn where_contiguous_and_broadcast_runs() {
                 NDArray::from_vec(vec![v[0]], &[])
                     .unwrap()
                     .astype(dtype)
+                    .unwrap()
                     .broadcast_to(&[n])
                     .unwrap()
             };
@@ -694,6 +710,7 @@ fn binary_flat_path_matches_the_general_path() {
                 NDArray::from_vec(v.to_vec(), &[v.len()])
                     .unwrap()
                     .astype(dtype)
+                    .unwrap()
                     .slice(&s![skip as isize..])
                     .unwrap()
             };

@@ -222,7 +222,7 @@ fn round_trip_views_rank0_and_empty() {
                     .unwrap(),
             ),
             ("offset", base.slice(&s![2]).unwrap()),
-            ("rank0", NDArray::scalar(1u8).astype(d)),
+            ("rank0", NDArray::scalar(1u8).astype(d).unwrap()),
             ("rank0_view", base.slice(&s![1, 2, 3]).unwrap()),
             ("empty", NDArray::zeros(&[0], d).unwrap()),
             ("empty_3d", NDArray::zeros(&[3, 0, 2], d).unwrap()),

@@ -128,7 +128,7 @@ fn index_gen(dtype: DType, n: usize) -> impl FnMut(&mut Prng) -> f64 {
 }
 
 fn values(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).to_vec::<f64>().unwrap()
+    a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn random_shape(rng: &mut Prng, rank: usize, max_dim: usize) -> Vec<usize> {

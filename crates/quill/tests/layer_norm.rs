@@ -11,7 +11,7 @@ use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
-    t.astype(DType::F64).to_vec::<f64>().unwrap()
+    t.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
@@ -224,10 +224,10 @@ fn layer_norm_f32_threads_and_module() -> Result<()> {
     // Against the f64 op (itself checked against the naive loop above).
     let want = f32_step(
         1,
-        &x.astype(DType::F64),
-        &w.astype(DType::F64),
-        &b.astype(DType::F64),
-        &g.astype(DType::F64),
+        &x.astype(DType::F64)?,
+        &w.astype(DType::F64)?,
+        &b.astype(DType::F64)?,
+        &g.astype(DType::F64)?,
     );
     for (k, (got, want)) in one.iter().zip(&want).enumerate() {
         // gw and gb sum 300 rows: a looser bound.

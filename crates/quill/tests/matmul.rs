@@ -67,10 +67,10 @@ fn reference<A: Copy>(
 }
 
 fn f64s(x: &NDArray) -> Vec<f64> {
-    x.astype(DType::F64).to_vec::<f64>().unwrap()
+    x.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 fn i64s(x: &NDArray) -> Vec<i64> {
-    x.astype(DType::I64).to_vec::<i64>().unwrap()
+    x.astype(DType::I64).unwrap().to_vec::<i64>().unwrap()
 }
 
 /// Checks `a @ b` against the reference: exact for integers and bool, within a bound that
@@ -130,7 +130,7 @@ fn rand(rng: &mut Prng, shape: &[usize], dt: DType) -> NDArray {
             _ => rng.int(-50, 50) as f64,
         })
         .collect();
-    NDArray::from_vec(v, shape).unwrap().astype(dt)
+    NDArray::from_vec(v, shape).unwrap().astype(dt).unwrap()
 }
 
 const FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];

@@ -19,7 +19,7 @@ fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
 }
 
 fn f64s(x: &NDArray) -> Vec<f64> {
-    x.astype(DType::F64).to_vec::<f64>().unwrap()
+    x.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 /// Values in [-1, 1] of `dt`.
@@ -27,7 +27,7 @@ fn rand(rng: &mut Prng, shape: &[usize], dt: DType) -> NDArray {
     let v: Vec<f64> = (0..shape.iter().product())
         .map(|_| rng.unit() * 2.0 - 1.0)
         .collect();
-    NDArray::from_vec(v, shape).unwrap().astype(dt)
+    NDArray::from_vec(v, shape).unwrap().astype(dt).unwrap()
 }
 
 /// Checks the 2-D product `a @ b` against `naive` on the values `a` and `b` hold (so rounding
@@ -336,7 +336,10 @@ fn bf16_non_finite_stays_in_its_row() {
             let b = rand(&mut rng, &[k, n], DType::BF16);
             a[k + 2] = f64::INFINITY; // row 1
             a[3 * k] = f64::NAN; // row 3
-            let a = NDArray::from_vec(a, &[m, k]).unwrap().astype(DType::BF16);
+            let a = NDArray::from_vec(a, &[m, k])
+                .unwrap()
+                .astype(DType::BF16)
+                .unwrap();
             let c = f64s(&with_kernel(kern, || a.matmul(&b).unwrap()).unwrap());
             for (e, x) in c.iter().enumerate() {
                 let i = e / n;
@@ -394,7 +397,10 @@ fn bf16_counts_every_depth_once() {
                 }
             }
             let a = NDArray::full(&[5, k], 1.0, DType::BF16).unwrap();
-            let b = NDArray::from_vec(b, &[k, n]).unwrap().astype(DType::BF16);
+            let b = NDArray::from_vec(b, &[k, n])
+                .unwrap()
+                .astype(DType::BF16)
+                .unwrap();
             for threads in [1, 2] {
                 let c = on_threads(threads, || {
                     with_kernel(kern, || a.matmul(&b).unwrap()).unwrap()
@@ -431,8 +437,8 @@ fn tiny_products_read_a_in_place() {
             let views: Vec<(&str, NDArray, NDArray)> = vec![
                 (
                     "contiguous, edge tiles",
-                    big.slice(&s![..13, ..37]).unwrap().deep_copy(),
-                    tall.slice(&s![..37, ..21]).unwrap().deep_copy(),
+                    big.slice(&s![..13, ..37]).unwrap().deep_copy().unwrap(),
+                    tall.slice(&s![..37, ..21]).unwrap().deep_copy().unwrap(),
                 ),
                 (
                     "1 x 1 x 1",
@@ -526,7 +532,13 @@ fn tiny_products_read_a_in_place() {
                         a.slice(&s![i, .., ..]).unwrap(),
                         b.slice(&s![i, .., ..]).unwrap(),
                     );
-                    let want = naive(&f64s(&x.deep_copy()), &f64s(&y.deep_copy()), 9, 21, 11);
+                    let want = naive(
+                        &f64s(&x.deep_copy().unwrap()),
+                        &f64s(&y.deep_copy().unwrap()),
+                        9,
+                        21,
+                        11,
+                    );
                     for (e, (g, w)) in f64s(&c.slice(&s![i, .., ..]).unwrap())
                         .iter()
                         .zip(&want)

@@ -58,11 +58,12 @@ fn check(xs: [usize; 4], k: Pair, st: Pair, x: NDArray, dtype: DType, ctx: &str)
     let ys = [xs[0], xs[1], (h - k.0) / st.0 + 1, (w - k.1) / st.1 + 1];
     let gv = NDArray::randn(&ys, 9, DType::F64).unwrap();
     let (y_ref, dx_ref) = naive(&f64s(&x), xs, k, st, &f64s(&gv));
-    let xt = Tensor::from_array(x.astype(dtype), true).unwrap();
+    let xt = Tensor::from_array(x.astype(dtype).unwrap(), true).unwrap();
     let y = xt.max_pool2d(k, st).unwrap();
     assert_eq!(y.shape(), &ys, "{ctx}");
     assert_eq!(y.dtype(), dtype, "{ctx}");
-    y.backward_with(&Tensor::new(gv.astype(dtype))).unwrap();
+    y.backward_with(&Tensor::new(gv.astype(dtype).unwrap()))
+        .unwrap();
     let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
     assert_close_values(&f64s(y.array()), &y_ref, tol, &format!("{ctx}: y"));
     let gx = xt.grad().unwrap();
@@ -119,14 +120,18 @@ fn nan_windows() {
             // Channel 0, input (1, 1): in window (0, 0) of every case.
             v[6 + 1] = f64::NAN;
             let x = Tensor::from_array(
-                NDArray::from_vec(v.clone(), &xs).unwrap().astype(dtype),
+                NDArray::from_vec(v.clone(), &xs)
+                    .unwrap()
+                    .astype(dtype)
+                    .unwrap(),
                 true,
             )
             .unwrap();
             let y = x.max_pool2d(k, st).unwrap();
             let ys = y.shape().to_vec();
             let gy = NDArray::randn(&ys, 7, DType::F64).unwrap();
-            y.backward_with(&Tensor::new(gy.astype(dtype))).unwrap();
+            y.backward_with(&Tensor::new(gy.astype(dtype).unwrap()))
+                .unwrap();
             let (yv, gx) = (f64s(y.array()), f64s(x.grad().unwrap().array()));
             assert!(yv[0].is_nan(), "{k:?} {dtype}: window (0, 0) is NaN");
             assert!(

@@ -23,7 +23,12 @@ fn strided_input(shape: [usize; 4], seed: u64) -> NDArray {
 }
 
 fn values(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).compact().to_vec::<f64>().unwrap()
+    a.astype(DType::F64)
+        .unwrap()
+        .compact()
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
 }
 
 fn dims4(s: &[usize]) -> [usize; 4] {
@@ -117,18 +122,20 @@ fn conv2d_matches_direct_convolution() {
             dil,
         );
         // In f64 through the functional form: exact up to summation order.
-        let w64 = Tensor::new(conv.weight.array().astype(DType::F64));
+        let w64 = Tensor::new(conv.weight.array().astype(DType::F64).unwrap());
         let b64 = conv
             .bias
             .as_ref()
-            .map(|b| Tensor::new(b.array().astype(DType::F64)));
+            .map(|b| Tensor::new(b.array().astype(DType::F64).unwrap()));
         let y =
             Conv2d::functional(&Tensor::new(x.clone()), &w64, b64.as_ref(), st, pad, dil).unwrap();
         assert_eq!(y.shape(), &wshape, "{ctx}");
         assert_eq!(y.dtype(), DType::F64, "{ctx}");
         assert_close(&values(y.array()), &want, 1e-12, &ctx);
         // The module in f32.
-        let y32 = conv.forward(&Tensor::new(x.astype(DType::F32))).unwrap();
+        let y32 = conv
+            .forward(&Tensor::new(x.astype(DType::F32).unwrap()))
+            .unwrap();
         assert_eq!(y32.shape(), &wshape, "{ctx}");
         assert_eq!(y32.dtype(), DType::F32, "{ctx}");
         assert_close(&values(y32.array()), &want, 1e-4, &ctx);
@@ -176,10 +183,10 @@ fn conv2d_gradcheck() {
         let conv = Conv2d::new(3, 4, k, st, pad, dil, bias, 40 + t as u64).unwrap();
         // A strided leaf: gradcheck perturbs it through the view.
         let x = leaf(strided_input([2, 3, h, w], 200 + t as u64));
-        let wt = leaf(conv.weight.array().astype(DType::F64));
+        let wt = leaf(conv.weight.array().astype(DType::F64).unwrap());
         let mut inputs = vec![x, wt];
         if let Some(b) = &conv.bias {
-            inputs.push(leaf(b.array().astype(DType::F64)));
+            inputs.push(leaf(b.array().astype(DType::F64).unwrap()));
         }
         let rep = gradcheck(
             |v| Conv2d::functional(&v[0], &v[1], v.get(2), st, pad, dil),
@@ -263,7 +270,7 @@ fn pools_match_naive_loops() {
             assert_eq!(y.shape(), &shape, "{ctx}");
             assert_close(&values(y.array()), &want, 1e-12, &ctx);
             // The modules agree with the functions, in f32 too.
-            let x32 = Tensor::new(x.astype(DType::F32));
+            let x32 = Tensor::new(x.astype(DType::F32).unwrap());
             let m = if max {
                 MaxPool2d::new(k, st).unwrap().forward(&x32)
             } else {

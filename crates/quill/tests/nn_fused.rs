@@ -9,7 +9,7 @@ use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
-    t.astype(DType::F64).to_vec::<f64>().unwrap()
+    t.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
@@ -198,7 +198,8 @@ fn batch_norm_train_fused_kernel_sizes_and_paths() -> Result<()> {
             Tensor::from_array(
                 NDArray::from_vec(v.to_vec(), sh)
                     .unwrap()
-                    .astype(DType::F32),
+                    .astype(DType::F32)
+                    .unwrap(),
                 true,
             )
             .unwrap()
@@ -211,6 +212,7 @@ fn batch_norm_train_fused_kernel_sizes_and_paths() -> Result<()> {
         let offset_view = Tensor::from_array(
             NDArray::from_vec(padded, &big)?
                 .astype(DType::F32)
+                .unwrap()
                 .slice(&s![1..])?,
             true,
         )?;
@@ -227,7 +229,11 @@ fn batch_norm_train_fused_kernel_sizes_and_paths() -> Result<()> {
             assert_close(&vals(&var), &vals(&v), 1e-3, &format!("{ctx} var"));
             let m = x64.array().mean(Some(&axes), false)?;
             assert_close(&vals(&mean), &vals(&m), 1e-6, &format!("{ctx} mean"));
-            let seed = Tensor::new(NDArray::from_vec(gv.clone(), &shape)?.astype(DType::F32));
+            let seed = Tensor::new(
+                NDArray::from_vec(gv.clone(), &shape)?
+                    .astype(DType::F32)
+                    .unwrap(),
+            );
             let got = grad(
                 &y,
                 &[x.clone(), w, b],
@@ -266,7 +272,7 @@ fn batch_norm_array_errors() -> Result<()> {
     let e = x.batch_norm_train(&w, &w, -1.0).unwrap_err().to_string();
     assert!(e.contains("eps"), "{e}");
     let e = x
-        .batch_norm_train(&w.astype(DType::F64), &w, 1e-5)
+        .batch_norm_train(&w.astype(DType::F64).unwrap(), &w, 1e-5)
         .unwrap_err()
         .to_string();
     assert!(e.contains("batch_norm"), "{e}");
@@ -277,7 +283,12 @@ fn batch_norm_array_errors() -> Result<()> {
     assert!(e.contains("batch_norm"), "{e}");
     let e = x
         .astype(DType::I32)
-        .batch_norm_train(&w.astype(DType::I32), &w.astype(DType::I32), 1e-5)
+        .unwrap()
+        .batch_norm_train(
+            &w.astype(DType::I32).unwrap(),
+            &w.astype(DType::I32).unwrap(),
+            1e-5,
+        )
         .unwrap_err()
         .to_string();
     assert!(e.contains("floating-point"), "{e}");

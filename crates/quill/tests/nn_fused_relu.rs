@@ -12,7 +12,7 @@ use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::Prng;
 
 fn vals(t: &NDArray) -> Vec<f64> {
-    t.astype(DType::F64).to_vec::<f64>().unwrap()
+    t.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
@@ -20,7 +20,11 @@ fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 fn leaf(v: Vec<f64>, shape: &[usize], dt: DType) -> Tensor {
-    Tensor::from_array(NDArray::from_vec(v, shape).unwrap().astype(dt), true).unwrap()
+    Tensor::from_array(
+        NDArray::from_vec(v, shape).unwrap().astype(dt).unwrap(),
+        true,
+    )
+    .unwrap()
 }
 
 /// Batch norm as primitives, then ReLU.
@@ -48,13 +52,17 @@ fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
 /// `x` of `shape` as a contiguous leaf, a permuted view and a reversed stepped offset view.
 fn layouts(v: &[f64], shape: &[usize], dt: DType) -> Vec<(&'static str, Tensor)> {
     let rank = shape.len();
-    let plain = NDArray::from_vec(v.to_vec(), shape).unwrap().astype(dt);
+    let plain = NDArray::from_vec(v.to_vec(), shape)
+        .unwrap()
+        .astype(dt)
+        .unwrap();
     let axes: Vec<isize> = (0..rank as isize).rev().collect();
     // The same values laid out in reverse dim order, permuted back.
     let permuted = plain
         .permute(&axes)
         .unwrap()
         .compact()
+        .unwrap()
         .permute(&axes)
         .unwrap();
     // Every other row, reversed, of a buffer twice as long in dim 0 (negative stride, offset).
@@ -104,7 +112,7 @@ fn fused_relu_matches_primitives_and_unfused_bit_for_bit() -> Result<()> {
         let want_g = grad(&want, &ins64, Some(&seed64), BackwardOptions::default())?;
         for dt in [DType::F64, DType::F32, DType::BF16] {
             let (w, b) = (leaf(wv.clone(), &[c], dt), leaf(bv.clone(), &[c], dt));
-            let seed = Tensor::new(NDArray::from_vec(gv.clone(), shape)?.astype(dt));
+            let seed = Tensor::new(NDArray::from_vec(gv.clone(), shape)?.astype(dt).unwrap());
             let tol = match dt {
                 DType::F64 => 1e-9,
                 DType::F32 => 1e-4,
@@ -209,7 +217,7 @@ fn fused_relu_array_errors() -> Result<()> {
         "{e}"
     );
     let e = x
-        .batch_norm_relu_backward(&y.astype(DType::F64), &y, &w, &v, 1e-5)
+        .batch_norm_relu_backward(&y.astype(DType::F64).unwrap(), &y, &w, &v, 1e-5)
         .unwrap_err()
         .to_string();
     assert!(e.contains("batch_norm_backward"), "{e}");
@@ -235,11 +243,12 @@ fn sequential_folds_batch_norm_relu_only_in_training() -> Result<()> {
     // The same non-trivial parameters in both.
     for (a, b) in folded.parameters().iter().zip(plain.parameters()) {
         let v = NDArray::from_vec(uniform(&mut rng, a.numel(), 0.5, 1.5), a.shape())?;
-        a.array().assign(&v.astype(DType::F32))?;
-        b.array().assign(&v.astype(DType::F32))?;
+        a.array().assign(&v.astype(DType::F32).unwrap())?;
+        b.array().assign(&v.astype(DType::F32).unwrap())?;
     }
     let xv = NDArray::from_vec(uniform(&mut rng, 4 * 3 * 5 * 5, -2.0, 2.0), &[4, 3, 5, 5])?
-        .astype(DType::F32);
+        .astype(DType::F32)
+        .unwrap();
     for training in [true, false] {
         folded.set_training(training);
         plain.set_training(training);

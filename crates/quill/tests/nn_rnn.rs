@@ -35,7 +35,11 @@ impl Kind {
 }
 
 fn vals(t: &Tensor) -> Vec<f64> {
-    t.array().astype(DType::F64).to_vec::<f64>().unwrap()
+    t.array()
+        .astype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
 }
 
 fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
@@ -43,7 +47,7 @@ fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 fn tensor(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::new(NDArray::from_vec(v, shape).unwrap().astype(dtype))
+    Tensor::new(NDArray::from_vec(v, shape).unwrap().astype(dtype).unwrap())
 }
 
 #[track_caller]
@@ -238,7 +242,10 @@ fn batch_first_view(v: &[f64], (t, b, i): (usize, usize, usize), dtype: DType) -
             }
         }
     }
-    let a = NDArray::from_vec(bf, &[b, t, i]).unwrap().astype(dtype);
+    let a = NDArray::from_vec(bf, &[b, t, i])
+        .unwrap()
+        .astype(dtype)
+        .unwrap();
     Tensor::new(a.permute(&[1, 0, 2]).unwrap())
 }
 

@@ -20,7 +20,11 @@ fn randt(rng: &mut Prng, shape: &[usize], grad: bool) -> Tensor {
 }
 
 fn vals(t: &Tensor) -> Vec<f64> {
-    t.array().astype(DType::F64).to_vec::<f64>().unwrap()
+    t.array()
+        .astype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
 }
 
 fn assert_close(got: &Tensor, want: &Tensor, tol: f64, ctx: &str) {
@@ -101,7 +105,8 @@ fn perturb(m: &dyn Module, rng: &mut Prng) {
         let noise: Vec<f64> = (0..n).map(|_| 0.2 * (rng.unit() - 0.5)).collect();
         let noise = NDArray::from_vec(noise, p.shape())
             .unwrap()
-            .astype(p.dtype());
+            .astype(p.dtype())
+            .unwrap();
         p.array().assign(&p.array().add(&noise).unwrap()).unwrap();
     }
 }

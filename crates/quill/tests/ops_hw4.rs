@@ -13,7 +13,12 @@ use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::{strided_from, Prng};
 
 fn values(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).compact().to_vec::<f64>().unwrap()
+    a.astype(DType::F64)
+        .unwrap()
+        .compact()
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
 }
 
 fn uniform(rng: &mut Prng, n: usize) -> Vec<f64> {
@@ -408,8 +413,12 @@ fn conv_forward_matches_seven_loops() {
         assert_eq!(y.shape(), &want_shape, "{ctx}");
         assert_close(&values(y.array()), &want, 1e-12, &ctx);
         // f32 agrees too, to f32 rounding.
-        let y32 = Tensor::new(x.array().astype(DType::F32))
-            .conv(&Tensor::new(w.array().astype(DType::F32)), stride, pad)
+        let y32 = Tensor::new(x.array().astype(DType::F32).unwrap())
+            .conv(
+                &Tensor::new(w.array().astype(DType::F32).unwrap()),
+                stride,
+                pad,
+            )
             .unwrap();
         assert_eq!(y32.dtype(), DType::F32);
         assert_close(&values(y32.array()), &want, 1e-5, &format!("f32 {ctx}"));

@@ -64,7 +64,11 @@ fn numel(shape: &[usize]) -> usize {
 }
 
 fn values(t: &Tensor) -> Vec<f64> {
-    t.array().astype(DType::F64).to_vec::<f64>().unwrap()
+    t.array()
+        .astype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
 }
 
 /// The parameters of `SPECS` (the transposed one returned with its base array too).
@@ -76,11 +80,13 @@ fn make_params() -> Result<(Vec<Tensor>, NDArray)> {
             .map(|i| 0.5 - 0.3 * i as f64 + 0.7 * j as f64)
             .collect();
         let arr = if s.transposed {
-            let b = NDArray::from_vec(init, &[s.shape[1], s.shape[0]])?.astype(s.dtype);
+            let b = NDArray::from_vec(init, &[s.shape[1], s.shape[0]])?
+                .astype(s.dtype)
+                .unwrap();
             base = Some(b.clone());
             b.transpose(0, 1)?
         } else {
-            NDArray::from_vec(init, s.shape)?.astype(s.dtype)
+            NDArray::from_vec(init, s.shape)?.astype(s.dtype).unwrap()
         };
         params.push(Tensor::from_array(arr, true)?);
     }
@@ -106,10 +112,10 @@ fn set_grads(params: &[Tensor], step: usize) -> Result<Vec<Option<Vec<f64>>>> {
                 .enumerate()
                 .map(|(i, &x)| 2.0 * (x - 0.1 * i as f64) + 0.05 * ((step + i) as f64).sin())
                 .collect();
-            NDArray::from_vec(g, s.shape)?.astype(s.dtype)
+            NDArray::from_vec(g, s.shape)?.astype(s.dtype).unwrap()
         };
         assert_eq!(g.is_contiguous(), !s.broadcast_grad);
-        out.push(Some(g.astype(DType::F64).to_vec::<f64>()?));
+        out.push(Some(g.astype(DType::F64).unwrap().to_vec::<f64>()?));
         p.set_grad(Some(Tensor::new(g)))?;
     }
     Ok(out)
@@ -149,7 +155,11 @@ fn check<O: Optimizer>(
     }
     assert_eq!(opt.step_count(), 6);
     // The strided parameter was written back through its view into the base buffer.
-    let t = base.transpose(0, 1)?.astype(DType::F64).to_vec::<f64>()?;
+    let t = base
+        .transpose(0, 1)?
+        .astype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()?;
     assert_close(&t, &want[4], DType::F64, &format!("{name}: base buffer"));
     Ok(())
 }
@@ -536,17 +546,17 @@ fn resume_is_exact<O: Optimizer>(make: impl Fn(Vec<Tensor>) -> Result<O>) -> Res
         set_grads(&pb, step)?;
         b.step()?;
     }
-    let saved = b.state_dict();
-    let saved_params: Vec<NDArray> = pb.iter().map(|p| p.array().deep_copy()).collect();
+    let saved = b.state_dict()?;
+    let saved_params: Vec<NDArray> = pb.iter().map(|p| p.array().deep_copy().unwrap()).collect();
     // The snapshot does not move with later steps.
     let before: Vec<Vec<f64>> = saved
         .iter()
-        .map(|(_, x)| x.astype(DType::F64).to_vec::<f64>().unwrap())
+        .map(|(_, x)| x.astype(DType::F64).unwrap().to_vec::<f64>().unwrap())
         .collect();
     set_grads(&pb, 3)?;
     b.step()?;
     for ((_, x), v) in saved.iter().zip(&before) {
-        assert_eq!(&x.astype(DType::F64).to_vec::<f64>()?, v);
+        assert_eq!(&x.astype(DType::F64)?.to_vec::<f64>()?, v);
     }
 
     // Fresh parameters (same layouts, the transposed one included) holding b's values.
@@ -591,7 +601,7 @@ fn state_dict_names_and_load_errors() -> Result<()> {
     let mut opt = Adam::new(params.clone(), 0.01)?;
     set_grads(&params, 1)?; // parameter 4 skips step 1
     opt.step()?;
-    let sd = opt.state_dict();
+    let sd = opt.state_dict().unwrap();
     let names: Vec<&str> = sd.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"step") && names.contains(&"lr"));
     assert!(names.contains(&"state.3.exp_avg") && names.contains(&"state.3.exp_avg_sq"));
@@ -620,7 +630,10 @@ fn state_dict_names_and_load_errors() -> Result<()> {
         "{e}"
     );
     assert_eq!(o.step_count(), 0);
-    assert!(o.state_dict().len() == 2, "a failed load changes nothing");
+    assert!(
+        o.state_dict().unwrap().len() == 2,
+        "a failed load changes nothing"
+    );
     // Unknown name, index out of range, repeated entry, partial state, bad step.
     let unknown = with(
         "state.0.momentum_buffer",
@@ -655,6 +668,7 @@ fn state_dict_names_and_load_errors() -> Result<()> {
     sgd.step()?;
     assert!(sgd
         .state_dict()
+        .unwrap()
         .iter()
         .any(|(n, _)| n == "state.0.momentum_buffer"));
     assert!(matches!(
@@ -748,7 +762,10 @@ fn large_parameters_split_across_threads_match_reference() -> Result<()> {
         let p0: Vec<f64> = (0..n)
             .map(|i| ((i * 7919) % 1000) as f64 / 500.0 - 1.0)
             .collect();
-        let param = Tensor::from_array(NDArray::from_vec(p0.clone(), &[n])?.astype(dtype), true)?;
+        let param = Tensor::from_array(
+            NDArray::from_vec(p0.clone(), &[n])?.astype(dtype).unwrap(),
+            true,
+        )?;
         let mut opt = AdamW::new(vec![param.clone()], 0.01)?.weight_decay(0.1)?;
         let mut reference = adam_ref(AdamRef {
             lr: 0.01,
@@ -763,12 +780,14 @@ fn large_parameters_split_across_threads_match_reference() -> Result<()> {
             let g: Vec<f64> = (0..n)
                 .map(|i| (((i + step) * 31) % 17) as f64 / 8.0 - 1.0)
                 .collect();
-            let ga = NDArray::from_vec(g.clone(), &[n])?.astype(dtype);
+            let ga = NDArray::from_vec(g.clone(), &[n])?.astype(dtype).unwrap();
             param.set_grad(Some(Tensor::new(ga)))?;
             opt.step()?;
             let g_used: Vec<f64> = NDArray::from_vec(g, &[n])?
                 .astype(dtype)
+                .unwrap()
                 .astype(DType::F64)
+                .unwrap()
                 .to_vec::<f64>()?;
             reference(0, &mut want, &g_used);
             assert_close(

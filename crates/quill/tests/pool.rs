@@ -21,7 +21,7 @@ fn buffer_pool_reuses_dropped_buffers() {
     let t = a.transpose(0, 1).unwrap();
     let want = gather(&vals, &offsets_of(&t));
 
-    let c1 = t.compact();
+    let c1 = t.compact().unwrap();
     let s1 = buffer_pool_stats();
     assert_eq!(s1.misses, s0.misses + 1, "first compact allocates fresh");
     assert_eq!(s1.hits, s0.hits);
@@ -34,7 +34,7 @@ fn buffer_pool_reuses_dropped_buffers() {
     );
 
     // Same size again: reuses the buffer.
-    let c2 = t.compact();
+    let c2 = t.compact().unwrap();
     let s2 = buffer_pool_stats();
     assert_eq!(
         s2.hits,
@@ -68,7 +68,7 @@ fn buffer_pool_reuses_dropped_buffers() {
         .unwrap()
         .transpose(0, 1)
         .unwrap();
-    let h = ai.astype(DType::F32);
+    let h = ai.astype(DType::F32).unwrap();
     let s5 = buffer_pool_stats();
     assert_eq!(s5.hits, s4.hits + 1);
     assert_eq!(h.to_vec::<f32>().unwrap(), want);
@@ -99,7 +99,7 @@ fn buffer_pool_reuses_dropped_buffers() {
     assert_eq!(buffer_pool_stats().held_bytes, 0);
     let s8 = buffer_pool_stats();
     for _ in 0..3 {
-        let c = t.compact();
+        let c = t.compact().unwrap();
         assert_eq!(c.to_vec::<f32>().unwrap(), want);
         drop(c);
     }

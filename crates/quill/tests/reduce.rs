@@ -127,7 +127,7 @@ fn groups(shape: &[usize], vals: &[f64], axes: &[usize]) -> (Vec<usize>, Vec<Vec
 }
 
 fn as_f64(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).to_vec::<f64>().unwrap()
+    a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn tol(op: Op, d: DType) -> f64 {

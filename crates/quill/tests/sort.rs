@@ -44,7 +44,7 @@ fn key(x: f64) -> (bool, f64) {
 }
 
 fn f64s(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64).to_vec::<f64>().unwrap()
+    a.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
 fn same(a: f64, b: f64) -> bool {
@@ -67,7 +67,7 @@ fn sort_argsort_and_cumsum_match_naive_lanes() {
                 .for_each(|v| *v = 3.0);
         }
         let base = strided_from(&mut rng, &vals, &shape, -99.0);
-        let a = base.astype(dtype);
+        let a = base.astype(dtype).unwrap();
         let all: Vec<isize> = (0..shape.len() as isize).collect();
         let a = if case % 2 == 0 {
             a

@@ -7,54 +7,33 @@ use std::sync::Arc;
 
 impl NDArray {
     /// This array when it is already contiguous and writable (no copy), otherwise a contiguous
-    /// copy.
-    pub fn compact(&self) -> NDArray {
+    /// copy (`Error::OutOfMemory` when the copy cannot fit: a broadcast view can describe far
+    /// more elements than its buffer holds).
+    pub fn compact(&self) -> Result<NDArray> {
         if self.is_contiguous() && !self.is_readonly() {
-            self.clone()
+            Ok(self.clone())
         } else {
             self.deep_copy()
         }
     }
 
-    /// `compact`, with an error instead of an abort when the copy cannot fit in memory (a
-    /// broadcast view can describe far more elements than its buffer holds).
-    pub fn try_compact(&self) -> Result<NDArray> {
-        if !self.is_contiguous() {
-            super::check_alloc("compact", self.numel(), self.dtype)?;
-        }
-        Ok(self.compact())
-    }
-
-    /// `astype`, with an error instead of an abort when the copy cannot fit in memory.
-    pub fn try_astype(&self, dtype: DType) -> Result<NDArray> {
-        super::check_alloc("astype", self.numel(), dtype)?;
-        Ok(self.astype(dtype))
-    }
-
-    /// A contiguous copy that shares nothing with `self`.
-    ///
-    /// Panics only when a GPU fails (out of memory), as the operators do.
-    pub fn deep_copy(&self) -> NDArray {
-        self.try_deep_copy().unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// `deep_copy`, with an error instead of a panic or abort when memory runs out.
-    pub fn try_deep_copy(&self) -> Result<NDArray> {
+    /// A contiguous copy that shares nothing with `self` (`Error::OutOfMemory` when it cannot
+    /// fit: a broadcast view may stand for far more elements than memory holds).
+    pub fn deep_copy(&self) -> Result<NDArray> {
         super::check_alloc("copy", self.numel(), self.dtype)?;
         let out = self.read().compact(&self.layout)?;
         NDArray::fresh(out, self.shape())
     }
 
     /// A contiguous copy converted to `dtype` with NumPy's cast rules (a copy even when the dtype
-    /// is unchanged, as NumPy's default).
-    pub fn astype(&self, dtype: DType) -> NDArray {
+    /// is unchanged, as NumPy's default); errors as `deep_copy`.
+    pub fn astype(&self, dtype: DType) -> Result<NDArray> {
         if dtype == self.dtype {
             return self.deep_copy();
         }
-        self.read()
-            .cast(&self.layout, dtype)
-            .and_then(|out| NDArray::fresh(out, self.shape()))
-            .unwrap_or_else(|e| panic!("{e}"))
+        super::check_alloc("astype", self.numel(), dtype)?;
+        let out = self.read().cast(&self.layout, dtype)?;
+        NDArray::fresh(out, self.shape())
     }
 
     /// An error naming `op` when this array is read-only (a broadcast view or a view of one);
@@ -104,9 +83,9 @@ impl NDArray {
         };
         // A source in the destination's buffer is read in full before any write (as NumPy).
         let src = if src.dtype != self.dtype {
-            src.astype(self.dtype)
+            src.astype(self.dtype)?
         } else if self.shares_storage_with(&src) {
-            src.deep_copy()
+            src.deep_copy()?
         } else {
             src
         };

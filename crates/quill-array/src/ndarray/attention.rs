@@ -98,9 +98,9 @@ fn problem(
 /// `x` contiguous in `dtype`.
 fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
     if x.dtype() == dtype {
-        x.try_compact()
+        x.compact()
     } else {
-        x.try_astype(dtype)
+        x.astype(dtype)
     }
 }
 
@@ -141,7 +141,7 @@ impl NDArray {
         let out = NDArray::fresh(o, &shape(&p.lead, &[d.lq, d.dv]))?;
         let lse = NDArray::fresh(l, &shape(&p.lead, &[d.lq]))?;
         let out = if out.dtype() != self.dtype() {
-            out.astype(self.dtype())
+            out.astype(self.dtype())?
         } else {
             out
         };
@@ -198,7 +198,7 @@ impl NDArray {
         };
         let back = |s: Storage, sh: &[usize], dt: DType| -> Result<NDArray> {
             let x = NDArray::fresh(s, sh)?;
-            Ok(if x.dtype() != dt { x.astype(dt) } else { x })
+            Ok(if x.dtype() != dt { x.astype(dt)? } else { x })
         };
         Ok((
             back(a, self.shape(), self.dtype())?,

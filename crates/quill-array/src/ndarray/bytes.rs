@@ -78,7 +78,7 @@ impl NDArray {
 
     /// The elements in C order as little-endian bytes (bool as 0/1), from any device.
     pub fn to_le_bytes(&self) -> Result<Vec<u8>> {
-        let c = self.to_device(crate::Device::Cpu)?.try_compact()?;
+        let c = self.to_device(crate::Device::Cpu)?.compact()?;
         let size = c.dtype.size_in_bytes();
         let g = c.read();
         let all = cpu_bytes(g.cpu());

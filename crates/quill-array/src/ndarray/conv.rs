@@ -29,9 +29,9 @@ pub(super) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Resul
 /// `x` contiguous in `dtype`.
 pub(super) fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
     if x.dtype() == dtype {
-        x.try_compact()
+        x.compact()
     } else {
-        x.try_astype(dtype)
+        x.astype(dtype)
     }
 }
 
@@ -54,7 +54,7 @@ fn run(
     };
     let out = NDArray::fresh(s, shape)?;
     Ok(if out.dtype() != out_dtype {
-        out.astype(out_dtype)
+        out.astype(out_dtype)?
     } else {
         out
     })
@@ -153,7 +153,7 @@ impl NDArray {
         };
         let out = NDArray::fresh(s, &shape)?;
         Ok(if out.dtype() != self.dtype() {
-            out.astype(self.dtype())
+            out.astype(self.dtype())?
         } else {
             out
         })
@@ -194,7 +194,7 @@ impl NDArray {
         };
         let out = NDArray::fresh(s, self.shape())?;
         Ok(if out.dtype() != self.dtype() {
-            out.astype(self.dtype())
+            out.astype(self.dtype())?
         } else {
             out
         })

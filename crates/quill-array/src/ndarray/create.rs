@@ -53,7 +53,7 @@ impl NDArray {
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<NDArray> {
         let n = checked_len("zeros", shape, dtype)?;
         Ok(NDArray::from_storage(
-            Storage::Cpu(CpuStorage::zeros(dtype, n)),
+            Storage::Cpu(CpuStorage::zeros("zeros", dtype, n)?),
             Layout::contiguous(shape)?,
         ))
     }
@@ -66,7 +66,7 @@ impl NDArray {
     pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<NDArray> {
         let n = checked_len("full", shape, dtype)?;
         let layout = Layout::contiguous(shape)?;
-        let mut s = CpuStorage::for_overwrite(dtype, n);
+        let mut s = CpuStorage::for_overwrite("full", dtype, n)?;
         quill_cpu::fill(&mut s, &layout, value.into());
         Ok(NDArray::from_storage(Storage::Cpu(s), layout))
     }
@@ -86,7 +86,7 @@ impl NDArray {
         }
         let n = len as usize;
         checked_len(OP, &[n], dtype)?;
-        Ok(from_fn(dtype, n, |i| start + i as f64 * step))
+        from_fn("arange", dtype, n, |i| start + i as f64 * step)
     }
 
     /// `num` evenly spaced values from `start` to `stop` inclusive, as NumPy's linspace.
@@ -97,13 +97,13 @@ impl NDArray {
         } else {
             0.0
         };
-        Ok(from_fn(dtype, num, |i| {
+        from_fn("linspace", dtype, num, |i| {
             if num > 1 && i == num - 1 {
                 stop
             } else {
                 start + i as f64 * step
             }
-        }))
+        })
     }
 
     /// An `n x m` array with ones on the diagonal `k` (0: main, > 0: above).
@@ -186,7 +186,7 @@ impl NDArray {
         const CHUNK: usize = 16 * 1024;
         let threshold = (p * (1u32 << 24) as f64).ceil() as u32;
         let keep = (1.0 / (1.0 - p)) as f32;
-        let mut v: Vec<f32> = quill_cpu::pool::take(n);
+        let mut v: Vec<f32> = quill_cpu::pool::take(OP, n)?;
         let fill = |c: usize, out: &mut [f32]| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_word_pos((c * CHUNK) as u128);
@@ -205,7 +205,7 @@ impl NDArray {
         Ok(if dtype == DType::F32 {
             m
         } else {
-            m.astype(dtype)
+            m.astype(dtype)?
         })
     }
 
@@ -257,19 +257,20 @@ fn random(
     }
     let n = checked_len(op, shape, dtype)?;
     let values: Vec<f64> = (0..n).map(|_| next()).collect();
-    from_fn(dtype, n, |i| values[i]).reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
+    from_fn(op, dtype, n, |i| values[i])?
+        .reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
 }
 
 /// A 1-D array of `n` values `f(i)` converted to `dtype`.
-fn from_fn(dtype: DType, n: usize, f: impl Fn(usize) -> f64) -> NDArray {
+fn from_fn(op: &'static str, dtype: DType, n: usize, f: impl Fn(usize) -> f64) -> Result<NDArray> {
     dispatch_dtype!(dtype, T => {
         // From the pool, not `collect`: a large pool buffer is advised for huge pages before
         // its first touch, which makes later streaming reads ~25% faster (sum over rows of a
         // 64 MiB array: 19.6 -> 25.0 GB/s).
-        let mut v: Vec<T> = quill_cpu::pool::take(n);
+        let mut v: Vec<T> = quill_cpu::pool::take(op, n)?;
         for (i, x) in v.iter_mut().enumerate() {
             *x = <T as Element>::from_f64(f(i));
         }
-        NDArray::from_vec(v, &[n]).expect("length matches by construction")
+        NDArray::from_vec(v, &[n])
     })
 }

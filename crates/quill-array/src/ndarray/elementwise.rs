@@ -13,19 +13,19 @@ impl NDArray {
     /// `op` applied to every element (NumPy's dtype rules: float ops on integers give f64).
     pub fn unary(&self, op: UnaryOp) -> Result<NDArray> {
         if op == UnaryOp::Abs && self.dtype == DType::Bool {
-            return self.try_deep_copy(); // NumPy's abs of bool: the same values
+            return self.deep_copy(); // NumPy's abs of bool: the same values
         }
         let compute = op.compute_dtype(self.dtype)?;
         super::check_alloc(op.name(), self.numel(), compute)?;
-        let src = self.cast_for(compute);
+        let src = self.cast_for(compute)?;
         let out = src.read().unary(op, &src.layout)?;
         NDArray::fresh(out, self.shape())
     }
 
     /// This array, converted when its dtype differs from `dtype` (no copy otherwise).
-    fn cast_for(&self, dtype: DType) -> NDArray {
+    fn cast_for(&self, dtype: DType) -> Result<NDArray> {
         if self.dtype == dtype {
-            self.clone()
+            Ok(self.clone())
         } else {
             self.astype(dtype)
         }
@@ -53,7 +53,7 @@ impl NDArray {
         check_int_power(op, self.dtype, other, shape.iter().product())?;
         super::check_alloc(op.name(), shape.iter().product(), compute)?;
         let [a, b] = colocate(op.name(), [self, other])?;
-        let (a, b) = (a.cast_for(compute), b.cast_for(compute));
+        let (a, b) = (a.cast_for(compute)?, b.cast_for(compute)?);
         let la = a.layout.broadcast_to(&shape)?;
         let lb = b.layout.broadcast_to(&shape)?;
         let g = Reads::new([&a, &b]);
@@ -117,7 +117,7 @@ impl NDArray {
             let mut gs = self.write();
             Storage::binary_inplace(op, &mut gs, &self.layout, (&gb, &lb))
         };
-        let b = other.cast_for(compute);
+        let b = other.cast_for(compute)?;
         // Colocated only when the dispatch refuses a mix (a CPU scalar into a GPU array).
         match run(&b) {
             Err(Error::DeviceMismatch { .. }) => run(&colocate(op.name(), [self, &b])?[1]),
@@ -141,9 +141,9 @@ impl NDArray {
         let dtype = quill_core::promote_types(a.dtype, b.dtype);
         super::check_alloc(OP, shape.iter().product(), dtype)?;
         let (c, a, b) = (
-            cond.cast_for(DType::Bool),
-            a.cast_for(dtype),
-            b.cast_for(dtype),
+            cond.cast_for(DType::Bool)?,
+            a.cast_for(dtype)?,
+            b.cast_for(dtype)?,
         );
         let [c, a, b] = colocate(OP, [&c, &a, &b])?;
         let (lc, la, lb) = (
@@ -203,13 +203,12 @@ fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
         };
         if v < lo || v > hi {
             if !op.is_comparison() {
-                return Err(Error::invalid(
-                    op.name(),
-                    format!(
-                        "the integer {v} is out of bounds for {dtype} (NumPy 2 rule); \
-                         astype the array to a wider dtype first"
-                    ),
-                ));
+                return Err(Error::ValueOutOfRange {
+                    op: op.name(),
+                    value: format!("the integer {v} is"),
+                    dtype,
+                    hint: " (NumPy 2 rule); astype the array to a wider dtype first".into(),
+                });
             }
             // A comparison with an out-of-range integer is still well defined.
             dtype = scalar_dtype(s);

@@ -137,7 +137,7 @@ impl NDArray {
                 .scatter_add(0, &one(index)?, &one(src)?)?
                 .view(&[]);
         }
-        let out = self.deep_copy();
+        let out = self.deep_copy()?;
         if index.numel() == 0 {
             return Ok(out);
         }
@@ -147,7 +147,7 @@ impl NDArray {
         let src = if src.dtype == self.dtype {
             src.clone()
         } else {
-            src.astype(self.dtype)
+            src.astype(self.dtype)?
         };
         let index = index_on(index, out.device())?;
         let [out, index, src] = colocate(OP, [&out, &index, &src])?;

@@ -36,7 +36,7 @@ fn check(op: &'static str, x: &NDArray, mask: &NDArray) -> Result<()> {
 
 /// The flat positions (int64) where `mask` is true; a rank-0 mask counts as one element.
 fn hits(mask: &NDArray) -> Result<NDArray> {
-    let flat = mask.try_compact()?.reshape(&[-1])?;
+    let flat = mask.compact()?.reshape(&[-1])?;
     Ok(flat.nonzero()?.remove(0))
 }
 
@@ -55,7 +55,7 @@ impl NDArray {
         let lead: usize = self.shape()[..k].iter().product();
         let mut shape: Vec<isize> = vec![lead as isize];
         shape.extend(self.shape()[k..].iter().map(|&d| d as isize));
-        let rows = self.try_compact()?.reshape(&shape)?;
+        let rows = self.compact()?.reshape(&shape)?;
         rows.index_select(0, &hits(mask)?)
     }
 
@@ -110,7 +110,7 @@ impl NDArray {
         let mut mshape: Vec<isize> = mask.shape().iter().map(|&d| d as isize).collect();
         mshape.extend(std::iter::repeat_n(1, rest.len()));
         let m = mask.reshape(&mshape)?.broadcast_to(self.shape())?;
-        let merged = NDArray::where_(&m, &value.astype(self.dtype()), self)?;
+        let merged = NDArray::where_(&m, &value.astype(self.dtype())?, self)?;
         self.assign(&merged)
     }
 }

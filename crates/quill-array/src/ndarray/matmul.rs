@@ -39,10 +39,10 @@ impl NDArray {
             if x.dtype != dt {
                 x.astype(dt)
             } else {
-                x.clone()
+                Ok(x.clone())
             }
         };
-        let (a, b) = (cast(self), cast(other));
+        let (a, b) = (cast(self)?, cast(other)?);
         let a = if sa.len() == 1 { a.unsqueeze(0)? } else { a };
         let b = if sb.len() == 1 { b.unsqueeze(1)? } else { b };
         let (ra, rb) = (a.ndim(), b.ndim());

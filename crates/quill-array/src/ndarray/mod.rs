@@ -56,18 +56,7 @@ pub struct NDArray {
 /// Refuses a buffer of `numel` elements of `dtype` larger than this machine's memory and swap:
 /// such an allocation cannot succeed, and a failed allocation aborts the process.
 pub(crate) fn check_alloc(op: &'static str, numel: usize, dtype: DType) -> Result<()> {
-    let bytes = numel.saturating_mul(dtype.size_in_bytes());
-    let max = quill_cpu::pool::max_buffer_bytes();
-    if bytes > max {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "out of memory: {numel} elements of {dtype} need {bytes} bytes, more than this \
-                 machine's {max} bytes of memory and swap"
-            ),
-        ));
-    }
-    Ok(())
+    quill_cpu::dispatch_dtype!(dtype, T => quill_cpu::pool::check::<T>(op, numel).map(|_| ()))
 }
 
 /// Read guards of the buffers of `N` arrays: one guard per distinct buffer (a second read lock
@@ -209,7 +198,7 @@ impl NDArray {
         let c = if self.is_cuda() {
             self.to_device(Device::Cpu)?
         } else {
-            self.try_compact()?
+            self.compact()?
         };
         let guard = c.read();
         let s = T::slice(guard.cpu()).expect("dtype checked above");

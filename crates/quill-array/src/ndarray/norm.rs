@@ -97,7 +97,7 @@ impl NDArray {
         let dt = self.dtype();
         let back = |s: Storage, shape: &[usize]| -> Result<NDArray> {
             let a = NDArray::fresh(s, shape)?;
-            Ok(if a.dtype() != dt { a.astype(dt) } else { a })
+            Ok(if a.dtype() != dt { a.astype(dt)? } else { a })
         };
         Ok((back(y, self.shape())?, back(m, &[d.c])?, back(v, &[d.c])?))
     }
@@ -179,7 +179,7 @@ impl NDArray {
         let dt = self.dtype();
         let back = |s: Storage, shape: &[usize]| -> Result<NDArray> {
             let a = NDArray::fresh(s, shape)?;
-            Ok(if a.dtype() != dt { a.astype(dt) } else { a })
+            Ok(if a.dtype() != dt { a.astype(dt)? } else { a })
         };
         Ok((
             back(gx, self.shape())?,

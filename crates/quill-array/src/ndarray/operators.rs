@@ -1,83 +1,61 @@
-//! `std::ops` operators on array references: `&a + &b`, `&a * 2.0`, `2.0 - &a`, `-&a`, and
-//! `a += &b`. They call the fallible methods and **panic** with the same message on error (shape
-//! mismatch, unsupported dtype), as ndarray and PyTorch users expect from operators; use the
-//! methods (`add`, `add_scalar`, `add_assign`, ...) to get a `Result` instead.
+//! `std::ops` operators on array references: `&a + &b`, `&a * 2.0`, `2.0 - &a`, `-&a`. Each
+//! gives a `Result<NDArray>` (as candle's operators do): a shape mismatch or an unsupported
+//! dtype is an error to `?`, never a panic. There are no compound-assignment operators
+//! (`a += &b` could only panic); use `add_assign`, `binary_scalar_assign`, ... instead.
 
 use super::NDArray;
-use quill_core::BinaryOp;
+use quill_core::{BinaryOp, Result};
 use std::ops;
 
-#[track_caller]
-fn ok<T>(r: quill_core::Result<T>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
-
 macro_rules! operators {
-    ($($tr:ident, $f:ident, $atr:ident, $af:ident => $op:ident),*) => {$(
+    ($($tr:ident, $f:ident => $op:ident),*) => {$(
         impl ops::$tr<&NDArray> for &NDArray {
-            type Output = NDArray;
-            #[track_caller]
-            fn $f(self, rhs: &NDArray) -> NDArray {
-                ok(self.binary(BinaryOp::$op, rhs))
-            }
-        }
-        impl ops::$atr<&NDArray> for NDArray {
-            #[track_caller]
-            fn $af(&mut self, rhs: &NDArray) {
-                ok(self.binary_assign(BinaryOp::$op, rhs))
+            type Output = Result<NDArray>;
+            fn $f(self, rhs: &NDArray) -> Result<NDArray> {
+                self.binary(BinaryOp::$op, rhs)
             }
         }
         // Only f64 and i64: with one float and one integer impl, a bare literal (`&a * 2.0`,
         // `&a + 1`) picks its impl, and scalars are weak, so the array keeps its dtype anyway.
-        scalar_operators!($tr, $f, $atr, $af, $op, f64, i64);
+        scalar_operators!($tr, $f, $op, f64, i64);
     )*};
 }
 
 macro_rules! scalar_operators {
-    ($tr:ident, $f:ident, $atr:ident, $af:ident, $op:ident, $($t:ty),*) => {$(
+    ($tr:ident, $f:ident, $op:ident, $($t:ty),*) => {$(
         impl ops::$tr<$t> for &NDArray {
-            type Output = NDArray;
-            #[track_caller]
-            fn $f(self, rhs: $t) -> NDArray {
-                ok(self.binary_scalar(BinaryOp::$op, rhs, false))
+            type Output = Result<NDArray>;
+            fn $f(self, rhs: $t) -> Result<NDArray> {
+                self.binary_scalar(BinaryOp::$op, rhs, false)
             }
         }
         impl ops::$tr<&NDArray> for $t {
-            type Output = NDArray;
-            #[track_caller]
-            fn $f(self, rhs: &NDArray) -> NDArray {
-                ok(rhs.binary_scalar(BinaryOp::$op, self, true))
-            }
-        }
-        impl ops::$atr<$t> for NDArray {
-            #[track_caller]
-            fn $af(&mut self, rhs: $t) {
-                ok(self.binary_scalar_assign(BinaryOp::$op, rhs))
+            type Output = Result<NDArray>;
+            fn $f(self, rhs: &NDArray) -> Result<NDArray> {
+                rhs.binary_scalar(BinaryOp::$op, self, true)
             }
         }
     )*};
 }
 
 operators!(
-    Add, add, AddAssign, add_assign => Add,
-    Sub, sub, SubAssign, sub_assign => Sub,
-    Mul, mul, MulAssign, mul_assign => Mul,
-    Div, div, DivAssign, div_assign => Div,
-    Rem, rem, RemAssign, rem_assign => Remainder
+    Add, add => Add,
+    Sub, sub => Sub,
+    Mul, mul => Mul,
+    Div, div => Div,
+    Rem, rem => Remainder
 );
 
 impl ops::Neg for &NDArray {
-    type Output = NDArray;
-    #[track_caller]
-    fn neg(self) -> NDArray {
-        ok(self.unary(quill_core::UnaryOp::Neg))
+    type Output = Result<NDArray>;
+    fn neg(self) -> Result<NDArray> {
+        self.unary(quill_core::UnaryOp::Neg)
     }
 }
 
 impl ops::Not for &NDArray {
-    type Output = NDArray;
-    #[track_caller]
-    fn not(self) -> NDArray {
-        ok(self.unary(quill_core::UnaryOp::LogicalNot))
+    type Output = Result<NDArray>;
+    fn not(self) -> Result<NDArray> {
+        self.unary(quill_core::UnaryOp::LogicalNot)
     }
 }

@@ -50,7 +50,7 @@ impl NDArray {
         let x = if self.dtype() == compute {
             self.clone()
         } else {
-            self.try_astype(compute)?
+            self.astype(compute)?
         };
         let mut shape = self.shape().to_vec();
         shape[ax] += include_initial as usize;
@@ -59,7 +59,7 @@ impl NDArray {
         if result == compute {
             Ok(out)
         } else {
-            out.try_astype(result)
+            out.astype(result)
         }
     }
 
@@ -74,7 +74,7 @@ impl NDArray {
         }
         let mask = self
             .to_device(Device::Cpu)?
-            .try_astype(DType::Bool)?
+            .astype(DType::Bool)?
             .to_vec::<bool>()?;
         let shape = self.shape();
         let hits: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
@@ -101,8 +101,8 @@ impl NDArray {
             ));
         }
         let common = quill_core::promote::promote_types(self.dtype(), values.dtype());
-        let s = self.to_device(Device::Cpu)?.try_astype(common)?;
-        let v = values.to_device(Device::Cpu)?.try_astype(common)?;
+        let s = self.to_device(Device::Cpu)?.astype(common)?;
+        let v = values.to_device(Device::Cpu)?.astype(common)?;
         let out = dispatch_dtype!(common, T => {
             let sorted = s.to_vec::<T>()?;
             let idx: Vec<i64> = v

@@ -24,7 +24,7 @@ impl NDArray {
         let c = if whole {
             self.clone()
         } else {
-            self.try_deep_copy()?
+            self.deep_copy()?
         };
         let moved = c.read().moved_to(device)?;
         Ok(NDArray::from_storage(

@@ -51,7 +51,7 @@ impl NDArray {
         let work = if direct {
             param.clone()
         } else {
-            param.astype(cd)
+            param.astype(cd)?
         };
         // A gradient that is strided (a broadcast view, say), of another dtype or device, or that
         // shares the param's buffer (which the pass writes while reading the gradient) is copied.
@@ -62,7 +62,7 @@ impl NDArray {
         {
             grad.clone()
         } else {
-            grad.to_device(dev)?.astype(cd)
+            grad.to_device(dev)?.astype(cd)?
         };
         {
             let g = grad.read();

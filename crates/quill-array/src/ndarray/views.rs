@@ -10,7 +10,7 @@ impl NDArray {
         match self.layout.reshape(shape) {
             Ok(l) => Ok(self.with_layout(l)),
             Err(quill_core::Error::ReshapeNeedsCopy { .. }) => {
-                let c = self.deep_copy();
+                let c = self.deep_copy()?;
                 let l = c.layout.reshape(shape)?;
                 Ok(c.with_layout(l))
             }

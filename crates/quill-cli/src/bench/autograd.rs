@@ -31,7 +31,7 @@ impl Mlp {
         let y = NDArray::rand(&[128], 8, DType::F64)?
             .mul_scalar(10.0)?
             .floor()?
-            .astype(DType::I64);
+            .astype(DType::I64)?;
         Ok(Mlp { params, x, y })
     }
 

@@ -39,7 +39,7 @@ impl Setup {
         let y = NDArray::rand(&[SEQ * BATCH], 4, DType::F64)?
             .mul_scalar(CLASSES as f64)?
             .floor()?
-            .astype(DType::I64);
+            .astype(DType::I64)?;
         Ok(Setup {
             lstm,
             head,

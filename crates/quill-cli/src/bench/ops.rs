@@ -45,8 +45,8 @@ const LINEAR: [(&str, [usize; 3]); 3] = [
 
 /// `(m x k) @ (k x n)` in `dtype` (inputs drawn in f32 and cast, as the peers do).
 fn gemm(name: &str, [m, k, n]: [usize; 3], dtype: DType) -> Result<Case, String> {
-    let a = rand(&[m, k], 1)?.astype(dtype);
-    let b = rand(&[k, n], 2)?.astype(dtype);
+    let a = rand(&[m, k], 1)?.astype(dtype).map_err(|e| e.to_string())?;
+    let b = rand(&[k, n], 2)?.astype(dtype).map_err(|e| e.to_string())?;
     // Small products repeat within one timing so that the clock's resolution and the peer's
     // call overhead do not dominate; `ops_peer.py` repeats the same count.
     let inner = ((1usize << 25) / (2 * m * k * n)).max(1);
@@ -216,6 +216,9 @@ fn conv_cases(v: &mut Vec<Case>, label: &str, l: ConvLayer) -> Result<(), String
     Ok(())
 }
 
+/// The groups `--only` may name.
+const GROUPS: [&str; 5] = ["matmul", "bf16", "elementwise", "reduce", "conv"];
+
 fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
     let mut v = Vec::new();
     let want = |group: &str| only.is_none_or(|o| o == group);
@@ -254,7 +257,7 @@ fn cases(only: Option<&str>) -> Result<Vec<Case>, String> {
             12.0 * n as f64,
             move || drop(xa.add(&ya).expect("add")),
         ));
-        let into = x.deep_copy();
+        let into = x.deep_copy().map_err(|e| e.to_string())?;
         let ya = y.clone();
         // The peers write x + y into a third buffer; quill's in-place form reads and writes
         // `into`: the same bytes moved.
@@ -317,10 +320,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         match a.as_str() {
             "--rounds" => rounds = super::rounds_value(it.next())?,
             "--only" => {
-                only = Some(
-                    it.next()
-                        .ok_or("--only needs matmul|bf16|elementwise|reduce|conv")?,
-                )
+                let g = it.next().ok_or_else(|| {
+                    format!("bench ops --only needs one of {}", GROUPS.join(", "))
+                })?;
+                if !GROUPS.contains(&g.as_str()) {
+                    return Err(format!(
+                        "bench ops --only: '{g}' is not a group; the groups are {}",
+                        GROUPS.join(", ")
+                    ));
+                }
+                only = Some(g);
             }
             "--filter" => filter = Some(it.next().ok_or("--filter needs a case-name substring")?),
             other => return Err(format!("bench ops: unknown option '{other}'")),
@@ -328,7 +337,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let mut cases = cases(only.map(String::as_str))?;
     if let Some(f) = filter {
+        let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
         cases.retain(|c| c.name.contains(f.as_str()));
+        if cases.is_empty() {
+            return Err(format!(
+                "bench ops --filter: no case name contains '{f}'; the cases{} are {}",
+                only.map_or(String::new(), |g| format!(" of --only {g}")),
+                names.join(", ")
+            ));
+        }
     }
     let reps = 3;
     let mut peer = Peer::start(include_str!("ops_peer.py"));

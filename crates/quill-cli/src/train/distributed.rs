@@ -8,10 +8,12 @@
 //! number of ranks. A collective that waits past `QUILL_DIST_TIMEOUT` seconds (default 60) ends
 //! the whole job with a message naming the operation and the rank.
 
+use super::checkpoint::resume;
+use super::metrics::{self, Row};
 use super::options::Options;
-use super::plot::{self, Row};
 use super::{
-    build_model, build_optimizer, evaluate, limit, meta_of, q, report_epoch, resume, save,
+    build_model, build_optimizer, evaluate, finish_epoch, limit, meta_of, mnist_labels, q,
+    report_epoch, total_steps,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use quill::data::{DataLoader, Dataset, Mnist, Normalize};
@@ -124,16 +126,24 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     let mut opt = build_optimizer(&o, model.parameters())?;
     let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
     let schedule = match o.schedule.as_str() {
-        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * steps_per_epoch, 0.0))?),
+        "cosine" => Some(q(CosineLr::new(
+            o.lr(),
+            total_steps(&o, steps_per_epoch)?,
+            0.0,
+        ))?),
         _ => None,
     };
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
         // Every rank restores model and optimizer state (the file must be readable by all).
-        start = resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
-        rows = plot::read_csv(&csv);
-        rows.retain(|r| r.epoch <= start);
+        let r = resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
+        start = r.epoch;
+        // Rank 0 alone makes the CSV agree with the checkpoint; the others only need the rows.
+        if lead {
+            std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+        }
+        rows = metrics::reconcile(&csv, start, r.history, lead)?;
     }
     let ddp = d(DistributedDataParallel::new(
         model,
@@ -221,8 +231,17 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
         if !lead {
             continue;
         }
-        report_epoch(&o, row, &mut rows, &format!(" ({world} ranks)"))?;
-        save(&o, ddp.module(), opt.as_ref(), &meta_of(&o, epoch))?;
+        let suffix = format!(" ({world} ranks)");
+        report_epoch(&o, row, &mut rows, &suffix);
+        let title = format!("{} on {}{suffix}", o.model, o.data.display());
+        finish_epoch(
+            &o,
+            ddp.module(),
+            opt.as_ref(),
+            &meta_of(&o, epoch),
+            &rows,
+            &mnist_labels(&title),
+        )?;
     }
     // Nobody leaves (and finalises MPI) while rank 0 still writes.
     d(comm.barrier())?;

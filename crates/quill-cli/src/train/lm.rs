@@ -3,9 +3,10 @@
 //! backpropagation through time. The same progress bar, CSV, curves and atomic checkpoints as
 //! the image job; quality is reported as perplexity against the unigram baseline.
 
+use super::metrics::{self, Row};
 use super::options::Options;
-use super::plot::{self, Row};
-use super::{build_optimizer, q};
+use super::plot;
+use super::{build_optimizer, checkpoint, finish_epoch, memory, q, total_steps};
 use indicatif::{ProgressBar, ProgressStyle};
 use quill::data::{batchify, get_batch, unigram_perplexity, Corpus, Tokenizer};
 use quill::nn::functional::{cross_entropy, Reduction};
@@ -71,9 +72,13 @@ fn evaluate(
 
 pub fn run(o: Options) -> Result<(), String> {
     let t0 = Instant::now();
+    // The smallest vocabulary first: a model too large for memory whatever the corpus is
+    // refused before the corpus is read; the real vocabulary is checked once it is known.
+    memory::check_lm(&o, None)?;
     let tokenizer = q(Tokenizer::parse(&o.tokens))?;
     let corpus = q(Corpus::load(&o.data, tokenizer, o.limit))?;
     let vocab = corpus.dictionary.len();
+    memory::check_lm(&o, Some(vocab))?;
     let eval_split = if corpus.valid.is_empty() {
         &corpus.test
     } else {
@@ -84,6 +89,23 @@ pub fn run(o: Options) -> Result<(), String> {
     // view there: no transfer per step, and the accuracy compares arrays on one device.
     let on_device =
         |tokens: &[usize], batch: usize| q(q(batchify(tokens, batch))?.to_device(o.device));
+    // Training needs at least two token rows per stream: inputs and the targets one step on.
+    if corpus.train.len() < 2 * o.batch_size {
+        return Err(format!(
+            "--data {}: the training split has {} tokens{}, fewer than the 2 per stream that --batch-size {} needs",
+            o.data.display(),
+            corpus.train.len(),
+            o.limit.map_or(String::new(), |n| format!(" (with --limit {n})")),
+            o.batch_size
+        ));
+    }
+    if eval_split.len() < 2 * EVAL_BATCH || corpus.test.len() < 2 * EVAL_BATCH {
+        return Err(format!(
+            "--data {}: the validation or test split has fewer than the {} tokens evaluation needs",
+            o.data.display(),
+            2 * EVAL_BATCH
+        ));
+    }
     let train = on_device(&corpus.train, o.batch_size)?;
     let valid = on_device(eval_split, EVAL_BATCH)?;
     let test = on_device(&corpus.test, EVAL_BATCH)?;
@@ -101,7 +123,7 @@ pub fn run(o: Options) -> Result<(), String> {
     let mut opt = build_optimizer(&o, params.clone())?;
     let steps = (train.shape()[0] - 1).div_ceil(o.bptt);
     let schedule = match o.schedule.as_str() {
-        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * steps, 0.0))?),
+        "cosine" => Some(q(CosineLr::new(o.lr(), total_steps(&o, steps)?, 0.0))?),
         _ => None,
     };
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
@@ -109,9 +131,9 @@ pub fn run(o: Options) -> Result<(), String> {
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
-        start = super::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0, vocab))?;
-        rows = plot::read_csv(&csv);
-        rows.retain(|r| r.epoch <= start);
+        let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0, vocab))?;
+        start = r.epoch;
+        rows = metrics::reconcile(&csv, start, r.history, true)?;
         println!(
             "resumed from {} after epoch {start}",
             o.checkpoint_path().display()
@@ -206,7 +228,6 @@ pub fn run(o: Options) -> Result<(), String> {
             row.samples_per_s
         );
         rows.push(row);
-        plot::write_csv(&csv, &rows)?;
         let title = format!(
             "{} language model on {} ({} tokens)",
             o.model,
@@ -223,8 +244,14 @@ pub fn run(o: Options) -> Result<(), String> {
             loss: "cross-entropy (nats / token)",
             accuracy: "next-token accuracy (%)",
         };
-        plot::write(&png, &rows, &labels)?;
-        super::save(&o, &model, opt.as_ref(), &meta_of(&o, epoch, vocab))?;
+        finish_epoch(
+            &o,
+            &model,
+            opt.as_ref(),
+            &meta_of(&o, epoch, vocab),
+            &rows,
+            &labels,
+        )?;
     }
     let (tl, _, tn) = evaluate(&model, &test, o.bptt)?;
     let ppl = (tl / tn.max(1) as f64).exp();

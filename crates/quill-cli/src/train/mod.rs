@@ -1,20 +1,25 @@
 //! `quill train` (the default command): trains a model on MNIST-format data (or, with
 //! `--task lm`, a language model: `lm.rs`) with a progress bar per epoch, a summary line per
-//! epoch, `metrics.csv`, `curves.png` and an atomic checkpoint after every epoch; `--resume`
-//! continues a run exactly.
+//! epoch, `metrics.csv`, `curves.png` and a checksummed checkpoint after every epoch, all
+//! written atomically; `--resume` continues a run exactly. Before anything is built, outputs
+//! that would overwrite an input or each other are refused (`paths.rs`).
 
+mod checkpoint;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod distributed;
 mod lm;
+mod memory;
+mod metrics;
 mod options;
+mod paths;
 mod plot;
 
 pub use options::USAGE;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use metrics::Row;
 use options::{Options, Task};
-use plot::Row;
-use quill::data::{DataLoader, Mnist, Normalize, TensorDataset};
+use quill::data::{DataLoader, Dataset, Mnist, Normalize, TensorDataset};
 use quill::nn::functional::{cross_entropy, Reduction};
 use quill::nn::{models, Flatten, Module, Sequential};
 use quill::optim::{apply_schedule, Adam, AdamW, CosineLr, LrSchedule, Optimizer, Sgd};
@@ -92,62 +97,6 @@ fn meta_of(o: &Options, epoch: usize) -> BTreeMap<String, String> {
         ("seed".to_string(), o.seed.to_string()),
         ("batch_size".to_string(), o.batch_size.to_string()),
     ])
-}
-
-/// Writes model and optimizer state with `meta` (which names the epoch and the options a resume
-/// must repeat) to the checkpoint, atomically. Shared by both tasks.
-fn save(
-    o: &Options,
-    model: &dyn Module,
-    opt: &dyn Optimizer,
-    meta: &BTreeMap<String, String>,
-) -> Result<(), String> {
-    let mut all: Vec<(String, NDArray)> = model
-        .state_dict()
-        .into_iter()
-        .map(|(n, a)| (format!("model.{n}"), a))
-        .collect();
-    all.extend(
-        opt.state_dict()
-            .into_iter()
-            .map(|(n, a)| (format!("optim.{n}"), a)),
-    );
-    q(quill::io::save_safetensors(
-        &o.checkpoint_path(),
-        &all,
-        meta,
-    ))
-}
-
-/// Restores model and optimizer after checking that every entry of `want` but the epoch
-/// matches the checkpoint's metadata; returns the last finished epoch.
-fn resume(
-    o: &Options,
-    model: &dyn Module,
-    opt: &mut dyn Optimizer,
-    want: &BTreeMap<String, String>,
-) -> Result<usize, String> {
-    let path = o.checkpoint_path();
-    let (all, meta) = q(quill::io::load_safetensors(&path))?;
-    for (key, want) in want.iter().filter(|(k, _)| *k != "epoch") {
-        if meta.get(key) != Some(want) {
-            return Err(format!(
-                "{}: the checkpoint was made with {key} = {:?}, this run has {want:?}; pass the same options to resume",
-                path.display(),
-                meta.get(key)
-            ));
-        }
-    }
-    let part = |p: &str| -> Vec<(String, NDArray)> {
-        all.iter()
-            .filter_map(|(n, a)| n.strip_prefix(p).map(|s| (s.to_string(), a.clone())))
-            .collect()
-    };
-    q(model.load_state_dict(&part("model.")))?;
-    q(opt.load_state_dict(&part("optim.")))?;
-    meta.get("epoch")
-        .and_then(|e| e.parse().ok())
-        .ok_or_else(|| format!("{}: no epoch in the checkpoint's metadata", path.display()))
 }
 
 /// The first `n` samples of `ds` (all when `None`).
@@ -241,6 +190,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .build_global()
             .map_err(|e| format!("--threads: {e}"))?;
     }
+    paths::check(&o)?;
+    // A checkpoint directory that cannot be made fails now, not after the first epoch.
+    if let Some(dir) = o
+        .checkpoint_path()
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--checkpoint: cannot create {}: {e}", dir.display()))?;
+    }
     if o.distributed {
         if o.task != Task::Mnist {
             return Err("--distributed trains the mnist task only for now".into());
@@ -253,14 +212,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// Prints one finished epoch, appends it to `rows` and rewrites `metrics.csv` and the plot
-/// (`curves.png` / `.svg`) in `o.out`; `suffix` follows the numbers (e.g. " (2 ranks)").
-pub(super) fn report_epoch(
-    o: &Options,
-    row: Row,
-    rows: &mut Vec<Row>,
-    suffix: &str,
-) -> Result<(), String> {
+/// Prints one finished epoch and appends it to `rows`; `suffix` follows the numbers (e.g.
+/// " (2 ranks)").
+pub(super) fn report_epoch(o: &Options, row: Row, rows: &mut Vec<Row>, suffix: &str) {
     println!(
         "epoch {}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s{suffix}",
         row.epoch,
@@ -273,15 +227,42 @@ pub(super) fn report_epoch(
         row.samples_per_s
     );
     rows.push(row);
-    plot::write_csv(&o.out.join("metrics.csv"), rows)?;
-    let title = format!("{} on {}{suffix}", o.model, o.data.display());
-    let labels = plot::Labels {
-        title: &title,
+}
+
+/// The plot's labels for the image job.
+fn mnist_labels(title: &str) -> plot::Labels<'_> {
+    plot::Labels {
+        title,
         held_out: "test",
         loss: "cross-entropy loss",
         accuracy: "accuracy (%)",
-    };
-    plot::write(&o.out.join("curves.png"), rows, &labels)
+    }
+}
+
+/// After an epoch: the checkpoint (with `rows` as its history), then `metrics.csv` and the
+/// plots, each atomically. The checkpoint goes first so that a crash in between leaves the CSV
+/// behind the checkpoint, never ahead, and `--resume` rebuilds it from the history.
+pub(super) fn finish_epoch(
+    o: &Options,
+    model: &dyn Module,
+    opt: &dyn Optimizer,
+    meta: &BTreeMap<String, String>,
+    rows: &[Row],
+    labels: &plot::Labels,
+) -> Result<(), String> {
+    checkpoint::save(o, model, opt, meta, rows)?;
+    metrics::write_csv(&o.out.join("metrics.csv"), rows)?;
+    plot::write(&o.out.join("curves.png"), rows, labels)
+}
+
+/// `epochs * steps_per_epoch`, the schedule's length, or an error naming `--epochs`.
+pub(super) fn total_steps(o: &Options, steps_per_epoch: usize) -> Result<usize, String> {
+    o.epochs.checked_mul(steps_per_epoch).ok_or_else(|| {
+        format!(
+            "--epochs {} times {steps_per_epoch} steps per epoch overflows",
+            o.epochs
+        )
+    })
 }
 
 fn train(o: Options) -> Result<(), String> {
@@ -290,11 +271,19 @@ fn train(o: Options) -> Result<(), String> {
     let train = q(Mnist::load(&o.data, true))?;
     let test = q(Mnist::load(&o.data, false))?;
     let train_ds = limit(q(train.into_dataset())?, o.limit)?;
+    let test_ds = limit(q(test.into_dataset())?, o.limit)?;
+    for (split, n) in [("training", train_ds.len()), ("test", test_ds.len())] {
+        if n == 0 {
+            return Err(format!(
+                "--data {}: the {split} split has no samples",
+                o.data.display()
+            ));
+        }
+    }
     let loader = q(DataLoader::new(train_ds, o.batch_size))?
         .shuffle(true)
         .seed(o.seed)
         .transform(q(norm())?);
-    let test_ds = limit(q(test.into_dataset())?, o.limit)?;
     let test_loader = q(DataLoader::new(test_ds, 1000))?.transform(q(norm())?);
     let model = build_model(&o)?;
     q(model.to_device(o.device))?;
@@ -303,15 +292,19 @@ fn train(o: Options) -> Result<(), String> {
     let (csv, png) = (o.out.join("metrics.csv"), o.out.join("curves.png"));
     // Cosine decay from the base rate to 0 over every step of the run.
     let schedule = match o.schedule.as_str() {
-        "cosine" => Some(q(CosineLr::new(o.lr(), o.epochs * loader.len(), 0.0))?),
+        "cosine" => Some(q(CosineLr::new(
+            o.lr(),
+            total_steps(&o, loader.len())?,
+            0.0,
+        ))?),
         _ => None,
     };
     let mut rows = Vec::new();
     let mut start = 0;
     if o.resume {
-        start = resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
-        rows = plot::read_csv(&csv);
-        rows.retain(|r| r.epoch <= start);
+        let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
+        start = r.epoch;
+        rows = metrics::reconcile(&csv, start, r.history, true)?;
         println!(
             "resumed from {} after epoch {start}",
             o.checkpoint_path().display()
@@ -360,8 +353,16 @@ fn train(o: Options) -> Result<(), String> {
             seconds: secs,
             samples_per_s: seen as f64 / secs,
         };
-        report_epoch(&o, row, &mut rows, "")?;
-        save(&o, &model, opt.as_ref(), &meta_of(&o, epoch))?;
+        report_epoch(&o, row, &mut rows, "");
+        let title = format!("{} on {}", o.model, o.data.display());
+        finish_epoch(
+            &o,
+            &model,
+            opt.as_ref(),
+            &meta_of(&o, epoch),
+            &rows,
+            &mnist_labels(&title),
+        )?;
     }
     if let Some(last) = rows.last() {
         println!(

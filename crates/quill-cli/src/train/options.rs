@@ -9,7 +9,7 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --model NAME             mnist: mlp|cnn (default mlp: needle's MLPResNet, hidden 512,
                            3 blocks; cnn: 2 conv-BN-ReLU-pool blocks, 207k weights);
                            lm: lstm|gru|rnn|transformer (default lstm)
-  --epochs N               epochs (default 8; lm: 2)
+  --epochs N               epochs, 1 to 1000000 (default 8; lm: 2)
   --batch-size N           batch size (default 128; lm: 32 parallel streams)
   --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd;
                            lm: 0.002 / 1.0)
@@ -24,7 +24,10 @@ pub const USAGE: &str = "usage: quill [train] [options]
                            `--features cuda` and an NVIDIA GPU)
   --out DIR                where metrics.csv, curves.png and the checkpoint go (default runs)
   --checkpoint PATH        checkpoint file (default OUT/checkpoint.safetensors)
-  --resume                 continue from the checkpoint
+  --resume                 continue from the checkpoint (its dtypes, shapes, checksums and
+                           metadata are checked; metrics.csv is rebuilt from it if a crash
+                           left the CSV behind or ahead)
+  --allow-nonfinite        with --resume, accept a checkpoint holding NaN or infinite values
   --distributed            data-parallel training over MPI: launch with
                            `mpirun -np N quill train --distributed ...` (needs a build with
                            `--features mpi`); each rank trains on its shard with batch
@@ -42,6 +45,13 @@ pub const USAGE: &str = "usage: quill [train] [options]
   --hidden N               hidden size of the sequence model (default 256)
   --layers N               layers of the sequence model (default 2)
   --clip X                 clip the gradient norm to X, 0 = off (default 1)";
+
+/// The most epochs a run may ask for (and a checkpoint may record): far above any real run,
+/// low enough that epochs times steps never overflows.
+pub const MAX_EPOCHS: usize = 1_000_000;
+
+/// The most worker threads `--threads` may ask for.
+const MAX_THREADS: usize = 4096;
 
 /// Which job `quill train` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +77,8 @@ pub struct Options {
     pub out: PathBuf,
     pub checkpoint: Option<PathBuf>,
     pub resume: bool,
+    /// `--allow-nonfinite`: resume from a checkpoint holding NaN or infinite values.
+    pub allow_nonfinite: bool,
     pub limit: Option<usize>,
     pub distributed: bool,
     /// `--dist-backend`: "mpi" or "nccl".
@@ -97,6 +109,7 @@ impl Default for Options {
             out: "runs".into(),
             checkpoint: None,
             resume: false,
+            allow_nonfinite: false,
             limit: None,
             distributed: false,
             dist_backend: "mpi".into(),
@@ -129,6 +142,7 @@ impl Options {
     pub fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options::default();
         let (mut model, mut data, mut batch, mut epochs) = (None, None, None, None);
+        let mut backend_given = false;
         let mut it = args.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -159,7 +173,13 @@ impl Options {
                         ));
                     }
                 }
-                "--epochs" => epochs = Some(value(a, it.next(), "a whole number")?),
+                "--epochs" => {
+                    let n = positive(a, it.next())?;
+                    if n > MAX_EPOCHS {
+                        return Err(format!("--epochs {n} is over the {MAX_EPOCHS} allowed"));
+                    }
+                    epochs = Some(n);
+                }
                 "--batch-size" => batch = Some(positive(a, it.next())?),
                 "--lr" => {
                     let lr: f64 = value(a, it.next(), "a number")?;
@@ -186,13 +206,21 @@ impl Options {
                         ));
                     }
                 }
-                "--weight-decay" => o.weight_decay = value(a, it.next(), "a number")?,
+                "--weight-decay" => {
+                    o.weight_decay = value(a, it.next(), "a number")?;
+                    if !(o.weight_decay >= 0.0 && o.weight_decay.is_finite()) {
+                        return Err(format!(
+                            "--weight-decay must be 0 or a positive number, got {}",
+                            o.weight_decay
+                        ));
+                    }
+                }
                 "--seed" => o.seed = value(a, it.next(), "a whole number")?,
                 "--data" => data = Some(value(a, it.next(), "a directory")?),
                 "--threads" => {
-                    let n: usize = value(a, it.next(), "a whole number")?;
-                    if n == 0 {
-                        return Err("--threads must be at least 1".into());
+                    let n = positive(a, it.next())?;
+                    if n > MAX_THREADS {
+                        return Err(format!("--threads {n} is over the {MAX_THREADS} allowed"));
                     }
                     o.threads = Some(n);
                 }
@@ -204,6 +232,7 @@ impl Options {
                 "--out" => o.out = value(a, it.next(), "a directory")?,
                 "--checkpoint" => o.checkpoint = Some(value(a, it.next(), "a file path")?),
                 "--resume" => o.resume = true,
+                "--allow-nonfinite" => o.allow_nonfinite = true,
                 "--distributed" => o.distributed = true,
                 "--dist-backend" => {
                     let b: String = value(a, it.next(), "mpi or nccl")?;
@@ -211,10 +240,20 @@ impl Options {
                         return Err(format!("--dist-backend: '{b}' is not mpi or nccl"));
                     }
                     o.dist_backend = b;
+                    backend_given = true;
                 }
-                "--limit" => o.limit = Some(value(a, it.next(), "a whole number")?),
+                "--limit" => o.limit = Some(positive(a, it.next())?),
                 other => return Err(format!("unknown option '{other}'")),
             }
+        }
+        if backend_given && !o.distributed {
+            return Err(format!(
+                "--dist-backend {} only applies with --distributed",
+                o.dist_backend
+            ));
+        }
+        if o.allow_nonfinite && !o.resume {
+            return Err("--allow-nonfinite only applies with --resume".into());
         }
         // Per-task defaults: (models, model, data, batch size, epochs).
         type Defaults = (

@@ -3,6 +3,9 @@
 //! drawn with DejaVu Sans compiled into the binary (assets/, licence in assets/FONT-LICENSE),
 //! so the PNG has its labels on a machine with no fonts installed.
 
+use super::metrics::Row;
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
@@ -20,17 +23,6 @@ fn font() -> Result<(), String> {
                 .map_err(|_| "the embedded plot font is not a valid font file".to_string())
         })
         .clone()
-}
-/// One epoch's figures.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub epoch: usize,
-    pub train_loss: f64,
-    pub train_acc: f64,
-    pub test_loss: f64,
-    pub test_acc: f64,
-    pub seconds: f64,
-    pub samples_per_s: f64,
 }
 
 /// What the panels say: the figure's title and the y-axis titles.
@@ -155,60 +147,35 @@ fn draw<DB: DrawingBackend>(
     root.present().map_err(err)
 }
 
-/// Writes the curves to `png` and, beside it, the same figure as `.svg`.
+/// Writes the curves to `png` and, beside it, the same figure as `.svg`, each atomically (drawn
+/// in memory, then written with `quill::io::write_atomic`), so a crash never leaves a torn plot.
 pub fn write(png: &Path, rows: &[Row], labels: &Labels) -> Result<(), String> {
     let at = |p: &Path, e: String| format!("{}: {e}", p.display());
+    let mut pixels = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
     draw(
-        BitMapBackend::new(png, SIZE).into_drawing_area(),
+        BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area(),
         rows,
         labels,
     )
     .map_err(|e| at(png, e))?;
+    quill::io::write_atomic(png, |w| {
+        PngEncoder::new(w)
+            .write_image(&pixels, SIZE.0, SIZE.1, ColorType::Rgb8)
+            .map_err(std::io::Error::other)
+    })
+    .map_err(|e| e.to_string())?;
     let svg = png.with_extension("svg");
+    let mut text = String::new();
     draw(
-        SVGBackend::new(&svg, SIZE).into_drawing_area(),
+        SVGBackend::with_string(&mut text, SIZE).into_drawing_area(),
         rows,
         labels,
     )
-    .map_err(|e| at(&svg, e))
+    .map_err(|e| at(&svg, e))?;
+    quill::io::write_atomic(&svg, |w| w.write_all(text.as_bytes())).map_err(|e| e.to_string())
 }
 
 const SIZE: (u32, u32) = (1100, 460);
-
-/// Writes the metrics as CSV (the whole history each time, so a resumed run continues it).
-pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
-    let mut s =
-        String::from("epoch,train_loss,train_acc,test_loss,test_acc,seconds,samples_per_s\n");
-    for r in rows {
-        s.push_str(&format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{:.3},{:.1}\n",
-            r.epoch, r.train_loss, r.train_acc, r.test_loss, r.test_acc, r.seconds, r.samples_per_s
-        ));
-    }
-    std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Reads back what `write_csv` wrote (for `--resume`).
-pub fn read_csv(path: &Path) -> Vec<Row> {
-    let Ok(s) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    s.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let v: Vec<f64> = l.split(',').filter_map(|x| x.parse().ok()).collect();
-            (v.len() == 7).then(|| Row {
-                epoch: v[0] as usize,
-                train_loss: v[1],
-                train_acc: v[2],
-                test_loss: v[3],
-                test_acc: v[4],
-                seconds: v[5],
-                samples_per_s: v[6],
-            })
-        })
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {

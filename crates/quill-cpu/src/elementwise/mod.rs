@@ -41,7 +41,7 @@ pub fn unary_into(
 
 /// `op(src)` into a fresh contiguous buffer.
 pub fn unary(op: UnaryOp, src: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
-    let mut out = CpuStorage::for_overwrite(op.result_dtype(src.dtype())?, l.numel());
+    let mut out = CpuStorage::for_overwrite(op.name(), op.result_dtype(src.dtype())?, l.numel())?;
     unary_into(op, src, l, &mut out, 0)?;
     Ok(out)
 }
@@ -103,7 +103,7 @@ pub fn binary_flat(
     n: usize,
 ) -> Result<CpuStorage> {
     let dtype = a.dtype();
-    let mut out = CpuStorage::for_overwrite(op.result_dtype(dtype, dtype)?, n);
+    let mut out = CpuStorage::for_overwrite(op.name(), op.result_dtype(dtype, dtype)?, n)?;
     let plan = LoopPlan::flat(n, &[0, oa, ob]);
     with_storage!(a, av => {
         let bv = slice_of(b, op.name())?;
@@ -119,7 +119,7 @@ pub fn binary(
 ) -> Result<CpuStorage> {
     let dtype = a.0.dtype();
     let out_dtype = op.result_dtype(dtype, dtype)?;
-    let mut out = CpuStorage::for_overwrite(out_dtype, a.1.numel());
+    let mut out = CpuStorage::for_overwrite(op.name(), out_dtype, a.1.numel())?;
     binary_into(op, a, b, &mut out, 0)?;
     Ok(out)
 }
@@ -135,7 +135,7 @@ pub fn where_(
     let cv = slice_of::<bool>(c, OP)?;
     let plan = LoopPlan::new(&[&out_layout(la.shape())?, lc, la, lb]);
     let dtype: DType = a.dtype();
-    let mut out = CpuStorage::for_overwrite(dtype, la.numel());
+    let mut out = CpuStorage::for_overwrite(OP, dtype, la.numel())?;
     dispatch_dtype!(dtype, T => {
         let (av, bv) = (slice_of::<T>(a, OP)?, slice_of::<T>(b, OP)?);
         let o = T::slice_mut(&mut out).expect("allocated with this dtype");

@@ -134,7 +134,7 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
         n: sb[r - 1],
     };
     let len = batch * d.m * d.n;
-    let mut out = CpuStorage::for_overwrite(a.dtype(), len);
+    let mut out = CpuStorage::for_overwrite("matmul", a.dtype(), len)?;
     use CpuStorage as S;
     match (a, b, &mut out) {
         (S::F32(x), S::F32(y), S::F32(o)) => float(&d, x, a_l, y, b_l, o, gemm::select_f32()),

@@ -20,62 +20,67 @@ use exec::Kernel;
 use kernels::{max_nan, min_nan, ArgK, FoldK};
 use plan::ReducePlan;
 use quill_core::shape::contiguous_strides;
-use quill_core::{Layout, ReduceOp};
+use quill_core::{Layout, ReduceOp, Result};
 use std::marker::PhantomData;
 
 /// `op` over `axes` of `src` seen through `l`; the result dtype is `op.result_dtype(..)`.
-pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, axes: &[usize]) -> CpuStorage {
+pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
     with_storage!(src, s => reduce_typed(op, s, l, axes))
 }
 
 /// The mean (f64 for integer and bool inputs; f16 / bf16 accumulate in f32). Empty: NaN.
-pub fn mean(src: &CpuStorage, l: &Layout, axes: &[usize]) -> CpuStorage {
+pub fn mean(src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
     with_storage!(src, s => mean_typed(s, l, axes))
 }
 
 /// Variance with `ddof` (NumPy: divides by `max(n - ddof, 0)`), or its square root when `std`.
 /// Two passes (the mean, then the squared deviations), so no cancellation.
-pub fn var(src: &CpuStorage, l: &Layout, axes: &[usize], ddof: usize, std: bool) -> CpuStorage {
+pub fn var(
+    src: &CpuStorage,
+    l: &Layout,
+    axes: &[usize],
+    ddof: usize,
+    std: bool,
+) -> Result<CpuStorage> {
     with_storage!(src, s => var_typed(s, l, axes, ddof, std))
 }
 
 /// `log(sum(exp(x)))` computed as `m + log(sum(exp(x - m)))` with `m` the max; a slice whose
 /// max is not finite gives that max (all -inf: -inf, any +inf: +inf, any NaN: NaN).
-pub fn logsumexp(src: &CpuStorage, l: &Layout, axes: &[usize]) -> CpuStorage {
+pub fn logsumexp(src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
     with_storage!(src, s => logsumexp_typed(s, l, axes))
 }
 
-fn run<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> CpuStorage
+fn run<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> Result<CpuStorage>
 where
     K::Out: CpuElement,
 {
-    let out = values(p, src, k);
+    let out = values(p, src, k)?;
     reorder(p, CpuStorage::from_vec(out))
 }
 
 /// The results in the plan's kept order.
-fn values<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> Vec<K::Out>
+fn values<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> Result<Vec<K::Out>>
 where
     K::Out: CpuElement,
 {
-    let mut out = pool::take::<K::Out>(p.n_out);
+    let mut out = pool::take::<K::Out>("reduce", p.n_out)?;
     exec::execute(k, src, p, &mut out);
-    out
+    Ok(out)
 }
 
 /// Brings a result from the plan's kept order into the output's order.
-fn reorder(p: &ReducePlan, s: CpuStorage) -> CpuStorage {
+fn reorder(p: &ReducePlan, s: CpuStorage) -> Result<CpuStorage> {
     let Some((sizes, pos)) = &p.perm else {
-        return s;
+        return Ok(s);
     };
     let cs = contiguous_strides(&p.kept.shape);
     let strides: Vec<isize> = pos.iter().map(|&q| cs[q]).collect();
-    let l = Layout::as_strided(sizes, &strides, 0, s.len())
-        .expect("a permutation of a contiguous buffer stays inside it");
+    let l = Layout::as_strided(sizes, &strides, 0, s.len())?;
     crate::compact(&s, &l)
 }
 
-fn reduce_typed<T: RElem>(op: ReduceOp, s: &[T], l: &Layout, axes: &[usize]) -> CpuStorage {
+fn reduce_typed<T: RElem>(op: ReduceOp, s: &[T], l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
     use ReduceOp::*;
     let p = ReducePlan::new(l, axes, matches!(op, ArgMax | ArgMin));
     let ident = |a, _| a;
@@ -125,7 +130,7 @@ fn reduce_typed<T: RElem>(op: ReduceOp, s: &[T], l: &Layout, axes: &[usize]) -> 
 }
 
 /// The per-output means in the plan's order, in the float accumulator type.
-fn means<T: RElem>(p: &ReducePlan, s: &[T]) -> Vec<T::F>
+fn means<T: RElem>(p: &ReducePlan, s: &[T]) -> Result<Vec<T::F>>
 where
     T::F: CpuElement,
 {
@@ -143,23 +148,32 @@ where
     )
 }
 
-fn mean_typed<T: RElem>(s: &[T], l: &Layout, axes: &[usize]) -> CpuStorage
+fn mean_typed<T: RElem>(s: &[T], l: &Layout, axes: &[usize]) -> Result<CpuStorage>
 where
     T::F: CpuElement,
 {
     let p = ReducePlan::new(l, axes, false);
-    let m = means(&p, s);
-    let out: Vec<T::FOut> = m.iter().map(|&v| T::f_out(v)).collect();
+    let m = means(&p, s)?;
+    let mut out = pool::take::<T::FOut>("mean", m.len())?;
+    for (o, &v) in out.iter_mut().zip(&m) {
+        *o = T::f_out(v);
+    }
     pool::give(m);
     reorder(&p, CpuStorage::from_vec(out))
 }
 
-fn var_typed<T: RElem>(s: &[T], l: &Layout, axes: &[usize], ddof: usize, std: bool) -> CpuStorage
+fn var_typed<T: RElem>(
+    s: &[T],
+    l: &Layout,
+    axes: &[usize],
+    ddof: usize,
+    std: bool,
+) -> Result<CpuStorage>
 where
     T::F: CpuElement,
 {
     let p = ReducePlan::new(l, axes, false);
-    let m = means(&p, s);
+    let m = means(&p, s)?;
     let denom = T::F::from_usize(p.n_red.saturating_sub(ddof));
     let sq = |x: T, o: usize| {
         let d = x.to_f().sub(m[o]);
@@ -174,7 +188,7 @@ where
     r
 }
 
-fn logsumexp_typed<T: RElem>(s: &[T], l: &Layout, axes: &[usize]) -> CpuStorage
+fn logsumexp_typed<T: RElem>(s: &[T], l: &Layout, axes: &[usize]) -> Result<CpuStorage>
 where
     T::F: CpuElement,
 {
@@ -184,7 +198,7 @@ where
         &p,
         s,
         &FoldK::new(lowest, |x: T, _| x.to_f(), max_nan, |a, _| a),
-    );
+    )?;
     let ex = |x: T, o: usize| {
         let m = mx[o];
         if m.is_finite() {

@@ -6,7 +6,7 @@ autograd level. Every op runs in Rust; the Python here only arranges needle's na
 """
 from . import _native
 from . import _optable  # per-op methods of NDArray and Tensor, before anything uses them
-from ._native import Tensor, cpu, cuda, default_device, from_dlpack
+from ._native import InternalError, Tensor, cpu, cuda, default_device, from_dlpack
 from . import backend_ndarray
 from . import autograd
 from . import ops
@@ -19,6 +19,6 @@ from . import models
 from . import array_api
 
 __all__ = [
-    "Tensor", "cpu", "cuda", "default_device", "from_dlpack", "backend_ndarray", "autograd", "ops", "init",
+    "InternalError", "Tensor", "cpu", "cuda", "default_device", "from_dlpack", "backend_ndarray", "autograd", "ops", "init",
     "nn", "optim", "data", "models", "array_api",
 ]

@@ -1,9 +1,12 @@
-"""needle's ``data``: datasets, a batching DataLoader and MNIST from gzip IDX files."""
+"""needle's ``data``: datasets, a batching DataLoader, MNIST (IDX files) and CIFAR-10 (pickled
+batches) read by quill's Rust readers (no file is parsed, let alone unpickled, in Python), and
+text corpora."""
 import gzip
-import struct
+import numbers
 
 import numpy as np
 
+from . import _native
 from ._native import Tensor
 
 
@@ -61,32 +64,13 @@ class NDArrayDataset(Dataset):
         return tuple(a[i] for a in self.arrays)
 
 
-def _read_idx(path):
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 4:
-        raise ValueError(f"{path}: {len(raw)} bytes is too short for an IDX header")
-    zero, kind, ndim = struct.unpack(">HBB", raw[:4])
-    if zero != 0 or kind != 0x08:
-        raise ValueError(f"{path}: not an IDX file of unsigned bytes (magic {raw[:4].hex()})")
-    head = 4 + 4 * ndim
-    if len(raw) < head:
-        raise ValueError(f"{path}: truncated IDX header")
-    dims = struct.unpack(">" + "I" * ndim, raw[4:head])
-    n = int(np.prod(dims))
-    if len(raw) - head != n:
-        raise ValueError(f"{path}: header says {dims} ({n} bytes) but {len(raw) - head} follow")
-    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(dims)
-
-
 def parse_mnist(image_filename, label_filename):
-    """Images as float32 in [0, 1], shape (N, 784); labels as uint8 (N,)."""
-    x = _read_idx(image_filename)
-    y = _read_idx(label_filename)
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"{x.shape[0]} images but {y.shape[0]} labels")
-    return x.reshape(x.shape[0], -1).astype(np.float32) / 255.0, y
+    """Images as float32 in [0, 1], shape (N, rows * cols); labels as uint8 (N,), each < 10.
+    The IDX files (raw or gzip) are parsed and checked by the Rust reader: a malformed file or
+    a label >= 10 is a ValueError naming the file, a missing one a FileNotFoundError."""
+    pixels, (n, rows, cols), labels = _native.read_mnist(str(image_filename), str(label_filename))
+    x = np.frombuffer(pixels, dtype=np.uint8).reshape(n, rows * cols)
+    return x.astype(np.float32) / 255.0, np.frombuffer(labels, dtype=np.uint8).copy()
 
 
 class MNISTDataset(Dataset):
@@ -111,6 +95,11 @@ class DataLoader:
     """Batches of ``dataset`` as Tensors (shuffled each epoch with NumPy's RNG)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, device=None):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+            raise TypeError(f"DataLoader: batch_size must be an int, got {batch_size!r}")
+        if batch_size < 1:
+            raise ValueError(f"DataLoader: batch_size must be at least 1, got {batch_size}")
+        batch_size = int(batch_size)
         self.dataset, self.batch_size, self.shuffle, self.device = (
             dataset, batch_size, shuffle, device,
         )
@@ -135,34 +124,18 @@ class DataLoader:
 
 class CIFAR10Dataset(Dataset):
     """CIFAR-10's python-version batches (``data_batch_1`` .. ``_5`` or ``test_batch`` in
-    ``base_folder``). Images are float32 in [0, 1] of shape (3, 32, 32) (``p`` scales the
-    pixel values, as needle's ``p``); labels int. Files are read with ``pickle`` as bytes-keyed
-    dicts, as the dataset's own instructions do."""
+    ``base_folder``, each optionally gzipped). Images are float32 in [0, 1] of shape
+    (3, 32, 32) (``p`` scales the pixel values, as needle's ``p``); labels int64 in 0..10.
+    The batches are read by quill's data-only unpickler, which runs no code: a batch that
+    names any global besides NumPy's array constructors, or holds a label outside 0..10, is a
+    ValueError naming the file."""
 
     def __init__(self, base_folder, train, p=0.5, transforms=None):
-        import os
-        import pickle
-
         super().__init__(transforms)
-        names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
-        paths = [os.path.join(base_folder, n) for n in names]
-        paths = [q for q in paths if os.path.isfile(q)]
-        if not paths:
-            raise FileNotFoundError(f"{base_folder}: no CIFAR-10 batch files ({', '.join(names)})")
-        xs, ys = [], []
-        for path in paths:
-            with open(path, "rb") as f:
-                d = pickle.load(f, encoding="bytes")
-            get = lambda k: d[k.encode()] if k.encode() in d else d[k]
-            x = np.asarray(get("data"))
-            if x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 3072:
-                raise ValueError(f"{path}: 'data' must be uint8 (n, 3072), got {x.dtype} {x.shape}")
-            xs.append(x)
-            ys.append(np.asarray(get("labels"), dtype=np.int64))
-        self.X = (np.concatenate(xs).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0) * (2 * p)
-        self.y = np.concatenate(ys)
-        if self.X.shape[0] != self.y.shape[0]:
-            raise ValueError(f"{self.X.shape[0]} images but {self.y.shape[0]} labels")
+        pixels, labels = _native.read_cifar10(str(base_folder), bool(train))
+        x = np.frombuffer(pixels, dtype=np.uint8).reshape(-1, 3, 32, 32)
+        self.X = (x.astype(np.float32) / 255.0) * (2 * p)
+        self.y = np.frombuffer(labels, dtype="<i8").astype(np.int64)
 
     def __len__(self):
         return self.X.shape[0]

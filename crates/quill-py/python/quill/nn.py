@@ -3,7 +3,7 @@ and Transformer modules live in ``nn_sequence`` and are re-exported here."""
 import numpy as np
 
 from . import init, ops
-from ._native import Tensor, batch_norm2d as _batch_norm2d, cross_entropy as _cross_entropy
+from ._native import Tensor, batch_norm2d as _batch_norm2d, check_arg as _check, cross_entropy as _cross_entropy
 
 
 class Parameter(Tensor):
@@ -123,9 +123,17 @@ class SoftmaxLoss(Module):
         return _cross_entropy(logits, y)
 
 
+def _check_norm(op, dim, eps, momentum=None):
+    _check("size", op, "dim", dim)
+    _check("positive", op, "eps", eps)
+    if momentum is not None:
+        _check("probability", op, "momentum", momentum)
+
+
 class BatchNorm1d(Module):
     def __init__(self, dim, eps=1e-5, momentum=0.1, device=None, dtype="float32"):
         super().__init__()
+        _check_norm("BatchNorm1d", dim, eps, momentum)
         self.dim, self.eps, self.momentum = dim, eps, momentum
         self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
         self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
@@ -134,6 +142,11 @@ class BatchNorm1d(Module):
 
     def forward(self, x):
         n = x.shape[0]
+        if self.training and n == 0:
+            # Batch statistics of nothing are NaN, and they would poison the running ones.
+            raise ValueError(f"BatchNorm1d: cannot train on an empty batch (input shape "
+                             f"{tuple(x.shape)}): batch statistics need at least one value "
+                             f"per channel")
         w = self.weight.reshape((1, self.dim)).broadcast_to(x.shape)
         b = self.bias.reshape((1, self.dim)).broadcast_to(x.shape)
         if self.training:
@@ -157,6 +170,7 @@ class BatchNorm2d(Module):
 
     def __init__(self, dim, eps=1e-5, momentum=0.1, device=None, dtype="float32"):
         super().__init__()
+        _check_norm("BatchNorm2d", dim, eps, momentum)
         self.dim, self.eps, self.momentum = dim, eps, momentum
         self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
         self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
@@ -171,6 +185,7 @@ class BatchNorm2d(Module):
 class LayerNorm1d(Module):
     def __init__(self, dim, eps=1e-5, device=None, dtype="float32"):
         super().__init__()
+        _check_norm("LayerNorm1d", dim, eps)
         self.dim, self.eps = dim, eps
         self.weight = Parameter(init.ones(dim, device=device, dtype=dtype))
         self.bias = Parameter(init.zeros(dim, device=device, dtype=dtype))
@@ -188,11 +203,15 @@ class LayerNorm1d(Module):
 class Dropout(Module):
     def __init__(self, p=0.5):
         super().__init__()
+        _check("probability", "Dropout", "p", p)
         self.p = p
 
     def forward(self, x):
         if not self.training or self.p == 0:
             return x
+        if self.p == 1:
+            # Every element dropped (PyTorch's p = 1): no mask, no division by 1 - p.
+            return x * 0.0
         mask = init.randb(*x.shape, p=1 - self.p, dtype=x.dtype, device=x.device)
         return x * mask / (1 - self.p)
 

@@ -2,6 +2,9 @@
 written into each parameter's buffer through ``.data``)."""
 
 
+from ._native import check_arg as _check
+
+
 class Optimizer:
     def __init__(self, params):
         self.params = list(params)
@@ -19,6 +22,9 @@ class Optimizer:
 class SGD(Optimizer):
     def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0):
         super().__init__(params)
+        _check("non_negative", "SGD", "lr", lr)
+        _check("probability", "SGD", "momentum", momentum)
+        _check("non_negative", "SGD", "weight_decay", weight_decay)
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
         self.u = {}
 
@@ -38,6 +44,11 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     def __init__(self, params, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
         super().__init__(params)
+        _check("non_negative", "Adam", "lr", lr)
+        _check("below_one", "Adam", "beta1", beta1)
+        _check("below_one", "Adam", "beta2", beta2)
+        _check("non_negative", "Adam", "eps", eps)
+        _check("non_negative", "Adam", "weight_decay", weight_decay)
         self.lr, self.beta1, self.beta2 = lr, beta1, beta2
         self.eps, self.weight_decay = eps, weight_decay
         self.t = 0

@@ -58,8 +58,8 @@ impl TensorDataset {
             });
         }
         Ok(TensorDataset {
-            inputs: inputs.compact(),
-            targets: targets.compact(),
+            inputs: inputs.compact()?,
+            targets: targets.compact()?,
         })
     }
 
@@ -100,18 +100,18 @@ fn gather(a: &NDArray, indices: &[usize]) -> Result<NDArray> {
     shape[0] = indices.len();
     let row: usize = a.shape()[1..].iter().product();
     dispatch_dtype!(a.dtype(), T => {
-        let rows = a.with_host_slice(|data: &[T]| gather_rows::<T>(data, row, indices))?;
+        let rows = a.with_host_slice(|data: &[T]| gather_rows::<T>(data, row, indices))??;
         NDArray::from_vec(rows, &shape)?.to_device(a.device())
     })
 }
 
-fn gather_rows<T: CpuElement>(data: &[T], row: usize, indices: &[usize]) -> Vec<T> {
+fn gather_rows<T: CpuElement>(data: &[T], row: usize, indices: &[usize]) -> Result<Vec<T>> {
     // A pooled buffer: batches of one size are freed and taken again every step.
-    let mut out = quill_cpu::pool::take::<T>(row * indices.len());
+    let mut out = quill_cpu::pool::take::<T>("gather_rows", row.saturating_mul(indices.len()))?;
     if row > 0 {
         for (dst, &i) in out.chunks_exact_mut(row).zip(indices) {
             dst.copy_from_slice(&data[i * row..(i + 1) * row]);
         }
     }
-    out
+    Ok(out)
 }

@@ -178,15 +178,74 @@ fn check_data_len(path: &Path, shape: &[usize], declared: usize, got: usize) -> 
 
 /// Checks `bytes` (the file as stored) against `SHA256SUMS` in the file's directory.
 fn check_sha256(op: &'static str, path: &Path, bytes: &[u8]) -> Result<Checksum> {
+    match listed_digest(op, path)? {
+        Listed::No(c) => Ok(c),
+        Listed::Digest(hex) => compare_digest(op, path, &hex, &sha256_hex(bytes)),
+    }
+}
+
+/// As [`check_sha256`] for a file not held in memory: when `SHA256SUMS` lists it, the file
+/// is hashed as it is read, a chunk at a time.
+pub(crate) fn check_sha256_file(op: &'static str, path: &Path) -> Result<Checksum> {
+    let hex = match listed_digest(op, path)? {
+        Listed::No(c) => return Ok(c),
+        Listed::Digest(hex) => hex,
+    };
+    let cannot = |e: io::Error| file_error(op, path, format!("cannot read: {e}"));
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cannot(e)),
+        };
+        hasher.update(&buf[..n]);
+    }
+    let actual: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    compare_digest(op, path, &hex, &actual)
+}
+
+/// What `SHA256SUMS` says about a file: a digest to check, or why there is none.
+enum Listed {
+    No(Checksum),
+    Digest(String),
+}
+
+fn compare_digest(op: &'static str, path: &Path, hex: &str, actual: &str) -> Result<Checksum> {
+    if !actual.eq_ignore_ascii_case(hex) {
+        let sums_path = path.parent().unwrap_or(Path::new(".")).join("SHA256SUMS");
+        return Err(file_error(
+            op,
+            path,
+            format!(
+                "sha256 mismatch: expected {hex} (from {}), actual {actual}",
+                sums_path.display()
+            ),
+        ));
+    }
+    Ok(Checksum::Verified)
+}
+
+/// The digest `SHA256SUMS` in the file's directory lists for it, if any.
+fn listed_digest(op: &'static str, path: &Path) -> Result<Listed> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let sums_path = dir.join("SHA256SUMS");
     let sums = match std::fs::read_to_string(&sums_path) {
         Ok(s) => s,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Checksum::NoSumsFile),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Listed::No(Checksum::NoSumsFile))
+        }
         Err(e) => return Err(file_error(op, &sums_path, format!("cannot read: {e}"))),
     };
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return Ok(Checksum::NotListed);
+        return Ok(Listed::No(Checksum::NotListed));
     };
     for (i, line) in sums.lines().enumerate() {
         let line = line.trim();
@@ -201,25 +260,15 @@ fn check_sha256(op: &'static str, path: &Path, bytes: &[u8]) -> Result<Checksum>
                 op,
                 &sums_path,
                 format!(
-                    "line {} is not `<64 hex digits>  <file name>`: {line:?}",
-                    i + 1
+                    "line {} is not `<64 hex digits>  <file name>`: {:?}",
+                    i + 1,
+                    line.chars().take(100).collect::<String>()
                 ),
             ));
         }
         if listed == name {
-            let actual = sha256_hex(bytes);
-            if !actual.eq_ignore_ascii_case(hex) {
-                return Err(file_error(
-                    op,
-                    path,
-                    format!(
-                        "sha256 mismatch: expected {hex} (from {}), actual {actual}",
-                        sums_path.display()
-                    ),
-                ));
-            }
-            return Ok(Checksum::Verified);
+            return Ok(Listed::Digest(hex.to_string()));
         }
     }
-    Ok(Checksum::NotListed)
+    Ok(Listed::No(Checksum::NotListed))
 }

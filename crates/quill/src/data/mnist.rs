@@ -33,51 +33,20 @@ impl Mnist {
         let images_path = find(dir, &format!("{prefix}-images-idx3-ubyte"))?;
         let labels_path = find(dir, &format!("{prefix}-labels-idx1-ubyte"))?;
 
-        let (ishape, pixels, ichk) = read_idx_raw(&images_path)?;
-        let (lshape, raw_labels, lchk) = read_idx_raw(&labels_path)?;
-        if ishape.len() != 3 {
-            return Err(file_error(
-                OP,
-                &images_path,
-                format!("expected 3-D images (n, rows, cols), got dims {ishape:?}"),
-            ));
-        }
-        if lshape.len() != 1 {
-            return Err(file_error(
-                OP,
-                &labels_path,
-                format!("expected 1-D labels (n), got dims {lshape:?}"),
-            ));
-        }
-        if ishape[0] != lshape[0] {
-            return Err(file_error(
-                OP,
-                &labels_path,
-                format!(
-                    "{} labels but {} holds {} images",
-                    lshape[0],
-                    images_path.display(),
-                    ishape[0]
-                ),
-            ));
-        }
-        if let Some(i) = raw_labels.iter().position(|&l| l >= NUM_CLASSES) {
-            return Err(file_error(
-                OP,
-                &labels_path,
-                format!(
-                    "label {} at index {i} is outside 0..{NUM_CLASSES}",
-                    raw_labels[i]
-                ),
-            ));
-        }
+        Mnist::load_files(&images_path, &labels_path)
+    }
 
-        let scaled: Vec<f32> = pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
-        let labels: Vec<i64> = raw_labels.iter().map(|&l| i64::from(l)).collect();
+    /// Loads one split from its images file and its labels file (raw or gzip, told apart by
+    /// content), named directly.
+    pub fn load_files(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<Mnist> {
+        let raw = MnistRaw::read(images, labels)?;
+        let [n, rows, cols] = raw.shape;
+        let scaled: Vec<f32> = raw.pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
+        let labels: Vec<i64> = raw.labels.iter().map(|&l| i64::from(l)).collect();
         Ok(Mnist {
-            images: NDArray::from_vec(scaled, &[ishape[0], 1, ishape[1], ishape[2]])?,
-            labels: NDArray::from_vec(labels, &[lshape[0]])?,
-            verified: ichk == Checksum::Verified && lchk == Checksum::Verified,
+            images: NDArray::from_vec(scaled, &[n, 1, rows, cols])?,
+            labels: NDArray::from_vec(labels, &[n])?,
+            verified: raw.verified,
         })
     }
 
@@ -86,6 +55,7 @@ impl Mnist {
         self.labels.shape()[0]
     }
 
+    /// True when the split holds no sample.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -107,4 +77,68 @@ fn find(dir: &Path, name: &str) -> Result<PathBuf> {
         let raw = dir.join(name);
         file_error(OP, &raw, format!("not found (nor {}.gz)", raw.display()))
     })
+}
+
+/// One split of an MNIST-format dataset as stored, checked (3-D images, 1-D labels of the same
+/// count, every label in 0..10) but not converted: for callers that scale the pixels themselves.
+#[derive(Clone, Debug)]
+pub struct MnistRaw {
+    /// (n, rows, cols).
+    pub shape: [usize; 3],
+    /// n * rows * cols bytes, C order.
+    pub pixels: Vec<u8>,
+    /// n labels, each in 0..10.
+    pub labels: Vec<u8>,
+    /// True when `SHA256SUMS` beside the files listed both and their digests matched.
+    pub verified: bool,
+}
+
+impl MnistRaw {
+    /// Reads and checks the images file and the labels file.
+    pub fn read(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<MnistRaw> {
+        let (images_path, labels_path) = (images.as_ref(), labels.as_ref());
+        let (ishape, pixels, ichk) = read_idx_raw(images_path)?;
+        let (lshape, raw_labels, lchk) = read_idx_raw(labels_path)?;
+        let [n, rows, cols] = ishape[..] else {
+            return Err(file_error(
+                OP,
+                images_path,
+                format!("expected 3-D images (n, rows, cols), got dims {ishape:?}"),
+            ));
+        };
+        if lshape.len() != 1 {
+            return Err(file_error(
+                OP,
+                labels_path,
+                format!("expected 1-D labels (n), got dims {lshape:?}"),
+            ));
+        }
+        if n != lshape[0] {
+            return Err(file_error(
+                OP,
+                labels_path,
+                format!(
+                    "{} labels but {} holds {n} images",
+                    lshape[0],
+                    images_path.display(),
+                ),
+            ));
+        }
+        if let Some(i) = raw_labels.iter().position(|&l| l >= NUM_CLASSES) {
+            return Err(file_error(
+                OP,
+                labels_path,
+                format!(
+                    "label {} at index {i} is outside 0..{NUM_CLASSES}",
+                    raw_labels[i]
+                ),
+            ));
+        }
+        Ok(MnistRaw {
+            shape: [n, rows, cols],
+            pixels,
+            labels: raw_labels,
+            verified: ichk == Checksum::Verified && lchk == Checksum::Verified,
+        })
+    }
 }

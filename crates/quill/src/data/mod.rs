@@ -3,7 +3,8 @@
 //! implementation whose batches are contiguous gathers (`dataset`), a `DataLoader` that prepares
 //! batches on a background thread with a seeded shuffle (`loader`), and seeded per-batch image
 //! augmentations (`transforms`), CIFAR-10's pickled batches (`cifar`, read by the data-only
-//! unpickler in `pickle`), and text corpora for language models (`text`).
+//! unpickler in `pickle`, which runs no code and refuses hostile nesting), and text corpora for
+//! language models (`text`, streamed a line at a time).
 //!
 //! ```no_run
 //! use quill::data::{DataLoader, Mnist, Normalize};
@@ -34,7 +35,7 @@ pub use cifar::Cifar10;
 pub use dataset::{Dataset, TensorDataset};
 pub use idx::{read_idx, read_idx_with_checksum, sha256_hex, Checksum};
 pub use loader::{DataLoader, Epoch};
-pub use mnist::Mnist;
+pub use mnist::{Mnist, MnistRaw};
 pub use text::{batchify, get_batch, unigram_perplexity, Corpus, Dictionary, Tokenizer};
 pub use transforms::{Compose, Normalize, RandomCrop, RandomHorizontalFlip, Transform};
 

@@ -4,10 +4,13 @@
 //! inputs and the next-token targets), plus the unigram perplexity a model must beat.
 
 use super::file_error;
-use super::idx::{read_checked, Checksum};
+use super::idx::{check_sha256_file, Checksum};
 use crate::NDArray;
+use flate2::read::MultiGzDecoder;
 use quill_core::{Error, Result, SliceArg};
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 const OP: &str = "Corpus::load";
@@ -107,11 +110,9 @@ impl Corpus {
             let Some(path) = find(dir, name, required)? else {
                 return Ok(Vec::new());
             };
-            let (bytes, checksum) = read_checked(OP, &path)?;
+            let (ids, checksum) = read_split(&path, tokenizer, max_lines, &mut dictionary)?;
             verified &= checksum == Checksum::Verified;
-            let text = String::from_utf8(bytes)
-                .map_err(|e| file_error(OP, &path, format!("not UTF-8 text: {e}")))?;
-            Ok(tokenize(&text, tokenizer, max_lines, &mut dictionary))
+            Ok(ids)
         };
         let train = split("train.txt", true)?;
         let valid = split("valid.txt", false)?;
@@ -134,20 +135,83 @@ pub fn tokenize(
     dict: &mut Dictionary,
 ) -> Vec<usize> {
     let mut ids = Vec::new();
-    let mut buf = [0u8; 4];
     for line in text.lines().take(max_lines.unwrap_or(usize::MAX)) {
-        match tokenizer {
-            Tokenizer::Words => {
-                ids.extend(line.split_whitespace().map(|w| dict.add_word(w)));
-                ids.push(dict.add_word(EOS));
-            }
-            Tokenizer::Chars => {
-                ids.extend(line.chars().map(|c| dict.add_word(c.encode_utf8(&mut buf))));
-                ids.push(dict.add_word("\n"));
-            }
-        }
+        tokenize_line(line, tokenizer, dict, &mut ids);
     }
     ids
+}
+
+fn tokenize_line(line: &str, tokenizer: Tokenizer, dict: &mut Dictionary, ids: &mut Vec<usize>) {
+    let mut buf = [0u8; 4];
+    match tokenizer {
+        Tokenizer::Words => {
+            ids.extend(line.split_whitespace().map(|w| dict.add_word(w)));
+            ids.push(dict.add_word(EOS));
+        }
+        Tokenizer::Chars => {
+            ids.extend(line.chars().map(|c| dict.add_word(c.encode_utf8(&mut buf))));
+            ids.push(dict.add_word("\n"));
+        }
+    }
+}
+
+/// The ids of the first `max_lines` lines of the file at `path` (raw or gzip, told apart by
+/// the gzip magic), read a line at a time through the decoder so that a line limit stops the
+/// reading early: a large compressed corpus is never inflated whole. A file `SHA256SUMS`
+/// lists is hashed in full first (a chunk at a time), since a digest covers the whole file.
+fn read_split(
+    path: &Path,
+    tokenizer: Tokenizer,
+    max_lines: Option<usize>,
+    dict: &mut Dictionary,
+) -> Result<(Vec<usize>, Checksum)> {
+    let checksum = check_sha256_file(OP, path)?;
+    let cannot = |e: std::io::Error| file_error(OP, path, format!("cannot read: {e}"));
+    let mut file = File::open(path).map_err(cannot)?;
+    let mut magic = [0u8; 2];
+    let got = read_up_to(&mut file, &mut magic).map_err(cannot)?;
+    file.seek(SeekFrom::Start(0)).map_err(cannot)?;
+    let mut reader: Box<dyn BufRead> = if got == 2 && magic == [0x1f, 0x8b] {
+        Box::new(BufReader::new(MultiGzDecoder::new(file)))
+    } else {
+        Box::new(BufReader::new(file))
+    };
+    let mut ids = Vec::new();
+    let mut line = Vec::new();
+    for n in 0..max_lines.unwrap_or(usize::MAX) {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| file_error(OP, path, format!("cannot read line {}: {e}", n + 1)))?;
+        if read == 0 {
+            break;
+        }
+        // `str::lines` semantics: the newline and a carriage return before it are not text.
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        let text = std::str::from_utf8(&line)
+            .map_err(|e| file_error(OP, path, format!("line {} is not UTF-8 text: {e}", n + 1)))?;
+        tokenize_line(text, tokenizer, dict, &mut ids);
+    }
+    Ok((ids, checksum))
+}
+
+/// Reads until `buf` is full or the file ends; the number of bytes read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// `dir/name(.gz)`; `None` for a missing optional file, an error for a required one.
@@ -183,9 +247,9 @@ pub fn batchify(data: &[usize], batch_size: usize) -> Result<NDArray> {
         ));
     }
     let ids: Vec<i64> = data[..n * batch_size].iter().map(|&t| t as i64).collect();
-    Ok(NDArray::from_vec(ids, &[batch_size, n])?
+    NDArray::from_vec(ids, &[batch_size, n])?
         .transpose(0, 1)?
-        .compact())
+        .compact()
 }
 
 /// needle's `get_batch`: rows `i .. i + s` of `batches` as the input (s, batch_size) and rows

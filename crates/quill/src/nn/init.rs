@@ -25,15 +25,15 @@ pub fn fans(shape: &[usize]) -> Result<(usize, usize)> {
 pub fn uniform(shape: &[usize], bound: f64, seed: u64, dtype: DType) -> Result<NDArray> {
     NDArray::rand(shape, seed, DType::F64)?
         .mul_scalar(2.0 * bound)?
-        .sub_scalar(bound)
-        .map(|a| a.astype(dtype))
+        .sub_scalar(bound)?
+        .astype(dtype)
 }
 
 /// Normal with standard deviation `std`.
 pub fn normal(shape: &[usize], std: f64, seed: u64, dtype: DType) -> Result<NDArray> {
     NDArray::randn(shape, seed, DType::F64)?
-        .mul_scalar(std)
-        .map(|a| a.astype(dtype))
+        .mul_scalar(std)?
+        .astype(dtype)
 }
 
 /// Xavier uniform: bound = gain * sqrt(6 / (fan_in + fan_out)).

@@ -80,6 +80,30 @@ impl Embedding {
 
     /// The rows at `indices` (an integer array of any shape): shape `indices.shape + [dim]`.
     pub fn lookup(&self, indices: &NDArray) -> Result<Tensor> {
+        let num = self.weight.shape()[0];
+        if !indices.dtype().is_int() {
+            return Err(Error::DTypeMismatch {
+                op: "Embedding",
+                expected: DType::I64,
+                got: indices.dtype(),
+            });
+        }
+        if indices.numel() > 0 {
+            // The gather below would wrap -1 to the last row (NumPy's take): an id is a row
+            // number, so a negative one is an error here, as in PyTorch.
+            let lo = indices.min(None, false)?.item::<i64>()?;
+            let hi = indices.max(None, false)?.item::<i64>()?;
+            for id in [lo, hi] {
+                if id < 0 || id as u64 >= num as u64 {
+                    return Err(Error::IndexOutOfRange {
+                        op: "Embedding",
+                        index: id as isize,
+                        axis: 0,
+                        size: num,
+                    });
+                }
+            }
+        }
         let flat = indices.reshape(&[-1])?;
         let rows = self.weight.index_select(0, &flat)?;
         let mut shape: Vec<isize> = indices.shape().iter().map(|&d| d as isize).collect();

@@ -51,11 +51,7 @@ impl BatchNorm {
         let c = self.weight.shape()[0];
         if x.ndim() != self.rank || x.shape()[1] != c {
             return Err(Error::ShapeMismatch {
-                op: if self.rank == 2 {
-                    "BatchNorm1d"
-                } else {
-                    "BatchNorm2d"
-                },
+                op: self.name(),
                 lhs: x.shape().into(),
                 rhs: vec![c].into(),
                 hint: format!(" (expected rank {} with {c} channels in dim 1)", self.rank),
@@ -64,10 +60,28 @@ impl BatchNorm {
         Ok(())
     }
 
+    fn name(&self) -> &'static str {
+        if self.rank == 2 {
+            "BatchNorm1d"
+        } else {
+            "BatchNorm2d"
+        }
+    }
+
     /// The training forward (batch statistics, running statistics updated), with a fused
     /// ReLU on the output or not.
     fn train_forward(&self, x: &Tensor, relu: bool) -> Result<Tensor> {
         self.check(x)?;
+        if x.numel() == 0 {
+            // Batch statistics of nothing are NaN, and they would poison the running ones.
+            return Err(Error::invalid(
+                self.name(),
+                format!(
+                    "cannot train on an empty batch (input shape {:?}): batch statistics need                      at least one value per channel",
+                    x.shape()
+                ),
+            ));
+        }
         let (w, b, eps) = (&self.weight, &self.bias, self.eps);
         let (y, mean, var) = if relu {
             x.batch_norm_relu_train(w, b, eps)?
@@ -172,12 +186,7 @@ pub struct Dropout {
 
 impl Dropout {
     pub fn new(p: f64, seed: u64) -> Result<Dropout> {
-        if !(0.0..1.0).contains(&p) {
-            return Err(Error::InvalidArgument {
-                op: "Dropout",
-                msg: format!("p must lie in [0, 1), got {p}"),
-            });
-        }
+        crate::check::probability("Dropout", "p", p)?;
         Ok(Dropout {
             p,
             seed,
@@ -191,6 +200,10 @@ impl Module for Dropout {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         if !self.training.get() || self.p == 0.0 {
             return Ok(x.clone());
+        }
+        if self.p == 1.0 {
+            // Every element dropped (PyTorch's p = 1): no mask to draw, no 1 / (1 - p).
+            return x.mul_scalar(0.0);
         }
         let k = self.calls.array().item::<i64>()?;
         self.calls.array().assign_scalar(k.wrapping_add(1))?;

@@ -191,7 +191,7 @@ impl Transformer {
         let mut pos_embedding = Embedding::new(sequence_len, embedding_size, seed)?;
         if dtype != DType::F32 {
             pos_embedding.weight =
-                Tensor::from_array(pos_embedding.weight.array().astype(dtype), true)?;
+                Tensor::from_array(pos_embedding.weight.array().astype(dtype)?, true)?;
         }
         let layers = (0..num_layers)
             .map(|i| {

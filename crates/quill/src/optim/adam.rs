@@ -86,14 +86,8 @@ impl<const DECOUPLED: bool> AdamFamily<DECOUPLED> {
 
     /// Decay rates of the first and second moment estimates, each in [0, 1).
     pub fn betas(mut self, beta1: f64, beta2: f64) -> Result<Self> {
-        for (name, b) in [("beta1", beta1), ("beta2", beta2)] {
-            if !(0.0..1.0).contains(&b) {
-                return Err(Error::invalid(
-                    Self::NEW,
-                    format!("{name} must be in [0, 1), got {b}"),
-                ));
-            }
-        }
+        crate::check::below_one(Self::NEW, "beta1", beta1)?;
+        crate::check::below_one(Self::NEW, "beta2", beta2)?;
         self.betas = (beta1, beta2);
         Ok(self)
     }
@@ -163,16 +157,16 @@ impl<const DECOUPLED: bool> Optimizer for AdamFamily<DECOUPLED> {
         self.common.steps
     }
 
-    fn state_dict(&self) -> Vec<(String, NDArray)> {
+    fn state_dict(&self) -> Result<Vec<(String, NDArray)>> {
         let mut out = self.common.header();
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(s) = s {
                 out.push((format!("state.{i}.step"), NDArray::scalar(s.step as i64)));
-                out.push((format!("state.{i}.exp_avg"), s.exp_avg.deep_copy()));
-                out.push((format!("state.{i}.exp_avg_sq"), s.exp_avg_sq.deep_copy()));
+                out.push((format!("state.{i}.exp_avg"), s.exp_avg.deep_copy()?));
+                out.push((format!("state.{i}.exp_avg_sq"), s.exp_avg_sq.deep_copy()?));
             }
         }
-        out
+        Ok(out)
     }
 
     fn load_state_dict(&mut self, entries: &[(String, NDArray)]) -> Result<()> {

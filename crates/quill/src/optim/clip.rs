@@ -48,13 +48,13 @@ fn sum_squares(op: &'static str, a: &NDArray) -> Result<f64> {
         ));
     }
     if a.is_cuda() {
-        let w = a.astype(DType::F64);
+        let w = a.astype(DType::F64)?;
         return w.mul(&w)?.sum(None, false)?.item::<f64>();
     }
     let a = if a.is_contiguous() && matches!(a.dtype(), DType::F32 | DType::F64) {
         a.clone()
     } else {
-        a.astype(DType::F64)
+        a.astype(DType::F64)?
     };
     match a.dtype() {
         DType::F32 => a.with_host_slice(fold::<f32>),

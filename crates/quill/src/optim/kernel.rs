@@ -29,5 +29,5 @@ pub(crate) fn zeros_for(op: &'static str, param: &NDArray) -> Result<NDArray> {
 /// A private contiguous copy of `src` in the compute dtype of `param` (for state that must not
 /// alias anything the caller holds).
 pub(crate) fn copy_for(op: &'static str, param: &NDArray, src: &NDArray) -> Result<NDArray> {
-    Ok(src.astype(compute_dtype(op, param.dtype())?))
+    src.astype(compute_dtype(op, param.dtype())?)
 }

@@ -35,8 +35,9 @@ pub trait Optimizer {
     fn step_count(&self) -> u64;
     /// A snapshot of the state: `"step"` (i64, 0-d), `"lr"` (f64, 0-d) and per parameter
     /// `"state.{index}.{name}"`: `momentum_buffer` for SGD; `step` (i64, 0-d), `exp_avg` and
-    /// `exp_avg_sq` for Adam / AdamW. Parameters that have no state yet have no entries.
-    fn state_dict(&self) -> Vec<(String, NDArray)>;
+    /// `exp_avg_sq` for Adam / AdamW. Parameters that have no state yet have no entries. The
+    /// buffers are copies (later steps do not change them), hence the `Result`: a copy may not fit.
+    fn state_dict(&self) -> Result<Vec<(String, NDArray)>>;
     /// Replaces the state with `state` (missing `"step"` means 0, missing `"lr"` keeps the
     /// current rate; parameters without entries start fresh). Arrays are copied, converted to
     /// the parameter's compute dtype. Unknown or repeated names, indices out of range, and

@@ -133,14 +133,14 @@ impl Optimizer for Sgd {
         self.common.steps
     }
 
-    fn state_dict(&self) -> Vec<(String, NDArray)> {
+    fn state_dict(&self) -> Result<Vec<(String, NDArray)>> {
         let mut out = self.common.header();
         for (i, b) in self.buffers.iter().enumerate() {
             if let Some(b) = b {
-                out.push((format!("state.{i}.momentum_buffer"), b.deep_copy()));
+                out.push((format!("state.{i}.momentum_buffer"), b.deep_copy()?));
             }
         }
-        out
+        Ok(out)
     }
 
     fn load_state_dict(&mut self, entries: &[(String, NDArray)]) -> Result<()> {

@@ -49,17 +49,7 @@ impl Common {
     }
 }
 
-/// `value >= 0` and finite (NaN fails too).
-pub(crate) fn check_non_negative(op: &'static str, name: &str, value: f64) -> Result<()> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            op,
-            format!("{name} must be a finite value >= 0, got {value}"),
-        ))
-    }
-}
+pub(crate) use crate::check::non_negative as check_non_negative;
 
 /// What a per-parameter state entry holds.
 #[derive(Clone, Copy, PartialEq, Eq)]

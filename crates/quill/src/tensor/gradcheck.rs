@@ -148,7 +148,7 @@ pub fn gradcheck(
         let an = analytic[k]
             .astype(DType::F64)?
             .array()
-            .compact()
+            .compact()?
             .to_vec::<f64>()?;
         k += 1;
         for (flat, &a) in an.iter().enumerate() {

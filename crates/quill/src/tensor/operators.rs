@@ -1,23 +1,23 @@
-//! `std::ops` on `&Tensor` (`&a + &b`, `&a * 2.0`, `-&a`). Like NDArray's, they panic with the
-//! fallible method's error message (use `add`, `mul`, ... for a `Result`).
+//! `std::ops` on `&Tensor` (`&a + &b`, `&a * 2.0`, `-&a`). Like NDArray's, each gives a
+//! `Result<Tensor>` to `?` (as candle's operators do): a shape mismatch is an error, never a
+//! panic.
 
 use super::Tensor;
+use quill_core::Result;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 macro_rules! tensor_ops {
     ($($tr:ident $m:ident => $method:ident, $scalar:ident);* $(;)?) => {$(
         impl $tr<&Tensor> for &Tensor {
-            type Output = Tensor;
-            #[track_caller]
-            fn $m(self, o: &Tensor) -> Tensor {
-                self.$method(o).unwrap_or_else(|e| panic!("{e}"))
+            type Output = Result<Tensor>;
+            fn $m(self, o: &Tensor) -> Result<Tensor> {
+                self.$method(o)
             }
         }
         impl $tr<f64> for &Tensor {
-            type Output = Tensor;
-            #[track_caller]
-            fn $m(self, o: f64) -> Tensor {
-                self.$scalar(o).unwrap_or_else(|e| panic!("{e}"))
+            type Output = Result<Tensor>;
+            fn $m(self, o: f64) -> Result<Tensor> {
+                self.$scalar(o)
             }
         }
     )*};
@@ -30,9 +30,8 @@ tensor_ops!(
 );
 
 impl Neg for &Tensor {
-    type Output = Tensor;
-    #[track_caller]
-    fn neg(self) -> Tensor {
-        Tensor::neg(self).unwrap_or_else(|e| panic!("{e}"))
+    type Output = Result<Tensor>;
+    fn neg(self) -> Result<Tensor> {
+        Tensor::neg(self)
     }
 }

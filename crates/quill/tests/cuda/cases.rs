@@ -55,7 +55,8 @@ impl Input {
         assert_eq!(vals.len(), case.len, "{}", case.name);
         let base = NDArray::from_vec(vals.to_vec(), &[case.len])
             .unwrap()
-            .astype(dtype);
+            .astype(dtype)
+            .unwrap();
         let cpu = (case.view)(&base).unwrap();
         let dev_arr = (case.view)(&base.to_device(dev).unwrap()).unwrap();
         assert_eq!(dev_arr.device(), dev);

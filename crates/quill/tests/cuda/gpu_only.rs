@@ -55,7 +55,7 @@ fn copy_past_two_to_the_31_elements() -> Result<()> {
     let a = NDArray::zeros(&[n], DType::U8)?.to_device(GPU)?;
     a.slice(&s![(n as isize - 2)..])?.assign_scalar(7)?;
     a.slice(&s![..2])?.assign_scalar(3)?;
-    let r = a.slice(&s![..;-1])?.compact();
+    let r = a.slice(&s![..;-1])?.compact()?;
     let head = r.slice(&s![..4])?.to_device(Device::Cpu)?.to_vec::<u8>()?;
     let tail = r
         .slice(&s![(n as isize - 3)..])?

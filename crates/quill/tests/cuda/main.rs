@@ -31,6 +31,7 @@ pub fn randn3(shape: &[usize], seed: u64, dtype: DType) -> NDArray {
         .mul_scalar(3.0)
         .unwrap()
         .astype(dtype)
+        .unwrap()
 }
 
 /// Without a usable GPU, moving an array there is an error naming the device and what is

@@ -179,7 +179,7 @@ fn fused_optimizer_steps_follow_the_documented_rules(dev: Device) -> Result<()> 
         for (rule, make) in makers {
             let w0 = randn3(&[7, 5], 22, dtype);
             // A copy: on the CPU `to_device` shares the buffer, which the steps overwrite.
-            let p = Tensor::from_array(w0.deep_copy().to_device(dev)?, true)?;
+            let p = Tensor::from_array(w0.deep_copy().unwrap().to_device(dev)?, true)?;
             let mut opt = make(vec![p.clone()])?;
             let mut grads = Vec::new();
             for step in 0..3 {

@@ -386,7 +386,10 @@ fn never_panics() {
     ];
     for dtype in DType::ALL {
         for shape in shapes {
-            let a = NDArray::randn(shape, 7, DType::F64).unwrap().astype(dtype);
+            let a = NDArray::randn(shape, 7, DType::F64)
+                .unwrap()
+                .astype(dtype)
+                .unwrap();
             let s = a.to_string();
             assert!(s.starts_with("array(") && s.ends_with(')'), "{s}");
             if a.ndim() > 0 {
@@ -406,7 +409,8 @@ fn never_panics() {
             &[6],
         )
         .unwrap()
-        .astype(dtype);
+        .astype(dtype)
+        .unwrap();
         assert!(edge.to_string().ends_with(')'));
     }
 }

@@ -239,7 +239,7 @@ impl Tensor {
             xp.offset(),
         )?;
         let cols = windows
-            .compact()
+            .compact()?
             .reshape(&[(n * ho * wo) as isize, (kh * kw * c) as isize])?;
         let wm = w.reshape(&[(kh * kw * c) as isize, o as isize])?;
         let out = cols

@@ -160,9 +160,9 @@ impl Backward for Binary {
                 } else {
                     aa.gt(ba)?
                 };
-                let tie = aa.eq(ba)?.astype(g.dtype()).mul_scalar(0.5)?;
-                let wa = win.astype(g.dtype()).add(&tie)?;
-                let wb = lose.astype(g.dtype()).add(&tie)?;
+                let tie = aa.eq(ba)?.astype(g.dtype())?.mul_scalar(0.5)?;
+                let wa = win.astype(g.dtype())?.add(&tie)?;
+                let wb = lose.astype(g.dtype())?.add(&tie)?;
                 (
                     need.0.then(|| mul_mask(g, &wa)).transpose()?,
                     need.1.then(|| mul_mask(g, &wb)).transpose()?,
@@ -268,7 +268,7 @@ impl Tensor {
     pub fn where_(cond: &NDArray, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let out = NDArray::where_(cond, a.array(), b.array())?;
         let cond = cond
-            .astype(quill_core::DType::Bool)
+            .astype(quill_core::DType::Bool)?
             .broadcast_to(out.shape())?;
         Ok(Tensor::make(out, &[a, b], Where { cond }))
     }

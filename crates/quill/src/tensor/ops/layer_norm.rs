@@ -46,20 +46,21 @@ impl LayerNormOp {
             self.mean.to_vec::<R>()?,
             self.rstd.to_vec::<R>()?,
         );
-        // Pooled buffers that the kernels overwrite: no zeroing, no fresh pages.
-        let mut gx = x
-            .requires_grad()
-            .then(|| quill_cpu::pool::take::<R>(x.numel()));
+        // A pooled buffer that the kernel overwrites: no zeroing, no fresh pages. The kernel
+        // computes x's gradient on the way to w's and b's, so it needs the buffer either way.
+        let mut gx = quill_cpu::pool::take::<R>("layer_norm_backward", x.numel())?;
         // Read in place (no copies) when x and g are contiguous.
         let (gw, gb) = x.array().with_host_slice(|xv: &[R]| {
-            g.array().with_host_slice(|gv: &[R]| {
-                kernels::backward(xv, gv, &wv, &mean, &rstd, gx.as_deref_mut())
-            })
+            g.array()
+                .with_host_slice(|gv: &[R]| kernels::backward(xv, gv, &wv, &mean, &rstd, &mut gx))
         })??;
         let d = wv.len();
-        let gx = gx
-            .map(|v| NDArray::from_vec(v, x.shape()).map(Tensor::new))
-            .transpose()?;
+        let gx = if x.requires_grad() {
+            Some(Tensor::new(NDArray::from_vec(gx, x.shape())?))
+        } else {
+            quill_cpu::pool::give(gx);
+            None
+        };
         let gw = w
             .requires_grad()
             .then(|| NDArray::from_vec(gw, &[d]).map(Tensor::new))
@@ -140,7 +141,7 @@ fn host_forward<R: Float>(
     let d = w.numel();
     let rows = x.numel().checked_div(d).unwrap_or(0);
     let (wv, bv) = (w.to_vec::<R>()?, b.to_vec::<R>()?);
-    let mut y = quill_cpu::pool::take::<R>(x.numel());
+    let mut y = quill_cpu::pool::take::<R>("layer_norm", x.numel())?;
     let (mut mean, mut rstd) = (vec![R::default(); rows], vec![R::default(); rows]);
     x.with_host_slice(|xs: &[R]| {
         kernels::forward(xs, &wv, &bv, eps, &mut y, &mut mean, &mut rstd)

@@ -175,7 +175,7 @@ pub(crate) fn backward<R: Float>(
     w: &[R],
     mean: &[R],
     rstd: &[R],
-    gx: Option<&mut [R]>,
+    gx: &mut [R],
 ) -> (Vec<R>, Vec<R>) {
     let d = w.len();
     if d == 0 || x.is_empty() {
@@ -184,14 +184,6 @@ pub(crate) fn backward<R: Float>(
     let blocks = x.len().div_ceil(BLOCK * d);
     // Per block: gw partial then gb partial.
     let mut partial = vec![R::default(); blocks * 2 * d];
-    let mut scratch;
-    let gx = match gx {
-        Some(v) => v,
-        None => {
-            scratch = quill_cpu::pool::take::<R>(x.len());
-            &mut scratch[..]
-        }
-    };
     let run = |part: BackPart<R>| {
         let ((((x, g), gx), (m, r)), p) = part;
         with_best_simd(

@@ -48,7 +48,7 @@ pub(crate) fn mul_mask(g: &Tensor, mask: &NDArray) -> Result<Tensor> {
         let zero = Tensor::new(NDArray::zeros(&[], g.dtype())?);
         return Tensor::where_(mask, g, &zero);
     }
-    g.mul(&Tensor::new(mask.astype(g.dtype())))
+    g.mul(&Tensor::new(mask.astype(g.dtype())?))
 }
 
 /// Normalises `axes` (None = all) against rank `ndim`; the forward op has validated them.
@@ -101,7 +101,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = self.array().astype(dtype);
+        let out = self.array().astype(dtype)?;
         Ok(Tensor::make(out, &[self], AsType { from: self.dtype() }))
     }
 }

@@ -215,9 +215,9 @@ impl Tensor {
     /// NDArray::set): the functional setitem. Gradients reach both `self` (outside the slice)
     /// and `value`.
     pub fn slice_assign(&self, args: &[SliceArg], value: &Tensor) -> Result<Tensor> {
-        let out = self.array().compact();
+        let out = self.array().compact()?;
         let out = if out.shares_storage_with(self.array()) {
-            self.array().deep_copy()
+            self.array().deep_copy()?
         } else {
             out
         };

@@ -57,7 +57,7 @@ impl Backward for Prod {
         let ones = Tensor::new(NDArray::ones(&[], x.dtype())?);
         let x1 = Tensor::where_(&zero, &ones, x)?;
         let p1 = x1.prod(Some(&ax), true)?;
-        let nz = zero.astype(x.dtype()).sum(Some(&ax), true)?;
+        let nz = zero.astype(x.dtype())?.sum(Some(&ax), true)?;
         let only = nz.eq_scalar(0.0)?;
         let one_zero = nz.eq_scalar(1.0)?;
         let by_div = p1.div(&x1)?;
@@ -88,8 +88,8 @@ impl Backward for Extreme {
         let out = self.out.reshape(&to_isize(&ks))?;
         let hit = x.array().eq(&out)?;
         let ax: Vec<isize> = self.axes.iter().map(|&a| a as isize).collect();
-        let count = hit.astype(x.dtype()).sum(Some(&ax), true)?;
-        let share = hit.astype(x.dtype()).div(&count)?;
+        let count = hit.astype(x.dtype())?.sum(Some(&ax), true)?;
+        let share = hit.astype(x.dtype())?.div(&count)?;
         let g = expand(g, x.shape(), &self.axes, self.keepdims)?;
         Ok(vec![Some(mul_mask(&g, &share)?)])
     }

@@ -1,0 +1,92 @@
+//! What the hostile-input tests of `quill train` share: running the binary from the repository
+//! root (where data/mnist lives), scratch directories, a small fast run's flags, and reading a
+//! run's metrics.csv.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root, where the binary finds data/mnist.
+pub const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_quill"));
+    c.args(args).current_dir(ROOT);
+    c
+}
+
+pub fn quill(args: &[&str]) -> Output {
+    command(args).output().expect("the quill binary runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a refused run: exit status 2, no panic, and `says` all in the message.
+pub fn assert_refused(o: &Output, says: &[&str]) -> String {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "expected a refusal, got: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+    for s in says {
+        assert!(e.contains(s), "{s:?} missing from: {e}");
+    }
+    e
+}
+
+/// A fresh scratch directory for `name`.
+pub fn scratch(group: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("quill-{group}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A quick run on a small slice of MNIST: 256 samples, 2 steps per epoch, a constant rate so
+/// that runs with different --epochs agree epoch by epoch.
+pub fn small(out: &Path, epochs: usize) -> Vec<String> {
+    [
+        "--limit",
+        "256",
+        "--batch-size",
+        "128",
+        "--seed",
+        "5",
+        "--schedule",
+        "none",
+        "--out",
+        out.to_str().unwrap(),
+        "--epochs",
+        &epochs.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+pub fn run_ok(args: &[String]) -> String {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = quill(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The epochs listed in `dir`/metrics.csv (empty when it is missing).
+pub fn csv_epochs(dir: &Path) -> Vec<usize> {
+    std::fs::read_to_string(dir.join("metrics.csv"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// metrics.csv without the timing columns (which differ between runs).
+pub fn csv_figures(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("metrics.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').take(5).collect::<Vec<_>>().join(","))
+        .collect()
+}
