@@ -3,7 +3,7 @@
 //! fallback kernels) compare against.
 //!
 //! # The op tables
-//! Every elementwise op is declared once, as one row of [`unary_ops!`] or [`binary_ops!`].
+//! Every elementwise op is declared once, as one row of `unary_ops!` or `binary_ops!`.
 //! Both are "for each" macros: `unary_ops!(cb)` expands to `cb! { [] ROW, ROW, ... }` and
 //! `unary_ops!(cb { ARGS })` to `cb! { [ARGS] ROW, ... }`, so each crate stamps its per-op code
 //! from the same list:
@@ -93,13 +93,13 @@ macro_rules! unary_ops {
 /// `(Variant, name, Kind, reference, scalar_method, [reversed_scalar_method], [assign_method,
 /// scalar_assign_method])`, doc comments before it:
 /// - `Variant`, `name` and `reference` (a closure or fn of `a, b: f64` giving `f64` or `bool`)
-///   as in [`unary_ops!`]; `name` is also the array-array method;
+///   as in `unary_ops!`; `name` is also the array-array method;
 /// - `Kind`: a [`BinaryKind`], the dtype rule;
 /// - the method names of the scalar form (`a.add_scalar(1.0)`), of the reversed scalar form
 ///   (`a.rsub_scalar(1.0)` is `1 - a`; `[]` for none) and of the in-place forms (`[]` for none).
 ///   They are spelled out because `macro_rules!` cannot join identifiers.
 ///
-/// Invoked like [`unary_ops!`]; a callback matches the rows with
+/// Invoked like `unary_ops!`; a callback matches the rows with
 /// `$( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr, $s:ident, [$($rs:ident)?],
 /// [$($a:ident, $sa:ident)?]) ),* $(,)?`.
 #[macro_export]
@@ -206,7 +206,7 @@ fn reference2<R: RefOut>(f: impl Fn(f64, f64) -> R, a: f64, b: f64) -> f64 {
 
 macro_rules! define_unary_op {
     ([] $( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr) ),* $(,)?) => {
-        /// An elementwise op of one operand (the rows of [`unary_ops!`]).
+        /// An elementwise op of one operand (the rows of `unary_ops!`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum UnaryOp {
             $( $(#[$m])* $v, )*
@@ -245,7 +245,7 @@ unary_ops!(define_unary_op);
 macro_rules! define_binary_op {
     ([] $( $(#[$m:meta])* ($v:ident, $n:ident, $k:ident, $r:expr, $s:ident, [$($rs:ident)?],
         [$($a:ident, $sa:ident)?]) ),* $(,)?) => {
-        /// An elementwise op of two operands (the rows of [`binary_ops!`]).
+        /// An elementwise op of two operands (the rows of `binary_ops!`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
             $( $(#[$m])* $v, )*
