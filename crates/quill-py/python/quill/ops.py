@@ -31,6 +31,11 @@ def elementwise_pow(a, b):
     return a ** b
 
 
+def power(a, b):
+    """needle's ``power``: ``a ** b`` elementwise, both Tensors (``EWisePow``)."""
+    return a ** b
+
+
 def divide(a, b):
     return a / b
 
@@ -65,6 +70,15 @@ def matmul(a, b):
 
 def logsumexp(a, axes=None):
     return a.logsumexp(axes)
+
+
+def logsoftmax(a):
+    """needle's ``logsoftmax``: ``a - logsumexp(a)`` over axis 1 of a (batch, classes) Tensor,
+    by quill's fused log_softmax (differentiable to any order)."""
+    if len(a.shape) != 2:
+        raise ValueError(f"logsoftmax: needle's op takes a 2-D (batch, classes) Tensor, got "
+                         f"shape {tuple(a.shape)}; use Tensor.log_softmax(axis) otherwise")
+    return a.log_softmax(1)
 
 
 def stack(args, axis):
