@@ -1,5 +1,8 @@
 """needle's ``backend_ndarray``: the strided NDArray and its module-level functions."""
 from ._native import NDArray, BackendDevice, cpu, cuda, default_device, from_dlpack
+from ._flat import flat as _flat
+
+NDArray.flat = property(_flat)
 
 
 def all_devices():
