@@ -1,8 +1,8 @@
 """needle's ``backend_ndarray``: the strided NDArray and its module-level functions."""
 from ._native import NDArray, BackendDevice, cpu, cuda, default_device, from_dlpack
-from ._flat import flat as _flat
+from ._needle_ndarray import attach as _attach
 
-NDArray.flat = property(_flat)
+_attach(NDArray)
 
 
 def all_devices():

@@ -1,5 +1,7 @@
-"""``NDArray.flat`` against NumPy's ``flat`` on views of every kind, and needle's
-finite-difference gradient check, which nudges ``realize_cached_data().flat[i]`` in place."""
+"""needle's NDArray surface over quill's views: ``flat`` against NumPy's on views of every
+kind and through needle's finite-difference gradient check (which nudges
+``realize_cached_data().flat[i]`` in place), ``as_strided``, ``process_slice`` and the
+underscored attributes."""
 import numpy as np
 import pytest
 
@@ -83,3 +85,39 @@ def test_needle_style_gradient_check_through_flat():
         numerical.flat[j] = (f1 - f2) / (2 * eps)
     f(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), numerical, rtol=1e-6, atol=1e-8)
+
+
+def test_underscored_attributes_as_strided_and_process_slice():
+    x = np.arange(24, dtype=np.float64).reshape(4, 6)
+    a = nd.NDArray(x)[1:, 2:]
+    assert (a._shape, a._strides, a._offset) == ((3, 4), (6, 1), 8)
+    assert a._device == a.device
+    # as_strided: a window from the array's offset, sharing the buffer (NumPy's as_strided on
+    # the same bytes as the reference)
+    v = a.as_strided((2, 3), (1, 6))
+    want = np.lib.stride_tricks.as_strided(x.reshape(-1)[8:], (2, 3), (8, 48))
+    np.testing.assert_array_equal(v.numpy(), want)
+    v[0, 0] = -1.0
+    assert a.numpy()[0, 0] == -1.0
+    with pytest.raises(ValueError):
+        a.as_strided((100, 100), (6, 1))  # past the buffer: refused in Rust
+    # process_slice: resolved bounds that index the same elements as the original slice
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        dim = int(rng.integers(0, 2))
+        n = a.shape[dim]
+        pick = [None, *range(-n - 2, n + 3)]
+        step = [None, 1, 2, 3, -1, -2][int(rng.integers(0, 6))]
+        sl = slice(pick[int(rng.integers(0, len(pick)))], pick[int(rng.integers(0, len(pick)))],
+                   step)
+        got = a.process_slice(sl, dim)
+        assert got.start is not None and got.step is not None
+        idx = [slice(None)] * 2
+        idx[dim] = sl
+        ref = a.numpy()[tuple(idx)]
+        idx[dim] = got
+        np.testing.assert_array_equal(a.numpy()[tuple(idx)], ref)
+        if ref.size:
+            np.testing.assert_array_equal(a[tuple(idx)].numpy(), ref)
+    with pytest.raises(ValueError, match="step cannot be zero"):
+        a.process_slice(slice(0, 2, 0), 0)
