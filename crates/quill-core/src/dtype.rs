@@ -3,27 +3,50 @@
 //!
 //! Casts follow NumPy (C casts on x86_64): float to integer truncates toward zero; NaN, infinities
 //! and values outside the target's range, which NumPy leaves undefined (with a warning), give what
-//! x86 NumPy gives: the target's minimum for i32/i64, and for u8 the low byte of the i32 result
-//! (so -1.0 -> 255 and 300.0 -> 44). Integer to integer wraps. Anything to bool is `x != 0`
-//! (NaN -> true). bool to number is 0 or 1. Narrowing floats round to nearest even; overflow gives inf.
+//! x86 NumPy gives: the target's minimum for i32/i64; for i8, u8, i16 and u16 the low bits of the
+//! i32 result (so -1.0 -> 255 and 300.0 -> 44 as u8); for u32 and u64 the result of the compiler's
+//! unsigned conversion (values from 2^31, resp. 2^63, are shifted down by it, converted as signed
+//! and the top bit flipped back), so -1.0 -> u32::MAX and NaN -> 2^31. Integer to integer wraps.
+//! Anything to bool is `x != 0` (NaN -> true). bool to number is 0 or 1. Narrowing floats round to
+//! nearest even; overflow gives inf.
 
 use half::{bf16, f16};
 use std::fmt;
 
+/// The element type of an array: NumPy's numeric types plus bfloat16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// IEEE binary32.
     F32,
+    /// IEEE binary64.
     F64,
+    /// IEEE binary16.
     F16,
+    /// bfloat16 (binary32's exponent, 8 bits of precision).
     BF16,
+    /// Signed 32-bit integer.
     I32,
+    /// Signed 64-bit integer.
     I64,
+    /// Unsigned 8-bit integer.
     U8,
+    /// A bool stored as one byte (0 or 1).
     Bool,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
 }
 
 impl DType {
-    pub const ALL: [DType; 8] = [
+    /// Every dtype, floats first.
+    pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F64,
         DType::F16,
@@ -32,47 +55,82 @@ impl DType {
         DType::I64,
         DType::U8,
         DType::Bool,
+        DType::I8,
+        DType::I16,
+        DType::U16,
+        DType::U32,
+        DType::U64,
     ];
 
+    /// Bytes per element.
     pub fn size_in_bytes(self) -> usize {
+        use DType::*;
         match self {
-            DType::F64 | DType::I64 => 8,
-            DType::F32 | DType::I32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::U8 | DType::Bool => 1,
+            F64 | I64 | U64 => 8,
+            F32 | I32 | U32 => 4,
+            F16 | BF16 | I16 | U16 => 2,
+            U8 | I8 | Bool => 1,
         }
     }
+    /// True for the four float types.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
+    /// True for the signed and unsigned integer types (not bool).
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64 | DType::U8)
+        self.is_signed_int() || self.is_unsigned_int()
     }
+    /// True for i8, i16, i32 and i64.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+    /// True for u8, u16, u32 and u64.
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+    /// The short name (`f32`, `i64`, `u8`, `bool`, ...).
     pub fn name(self) -> &'static str {
+        use DType::*;
         match self {
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::I32 => "i32",
-            DType::I64 => "i64",
-            DType::U8 => "u8",
-            DType::Bool => "bool",
+            F32 => "f32",
+            F64 => "f64",
+            F16 => "f16",
+            BF16 => "bf16",
+            I8 => "i8",
+            I16 => "i16",
+            I32 => "i32",
+            I64 => "i64",
+            U8 => "u8",
+            U16 => "u16",
+            U32 => "u32",
+            U64 => "u64",
+            Bool => "bool",
         }
     }
-    /// Parses the names `name()` gives, plus NumPy's (`float32`, `int64`, `uint8`, ...).
+    /// NumPy's name (`float32`, `int64`, `uint8`, `bool`; `bfloat16` as ml_dtypes spells it).
+    pub fn numpy_name(self) -> &'static str {
+        use DType::*;
+        match self {
+            F32 => "float32",
+            F64 => "float64",
+            F16 => "float16",
+            BF16 => "bfloat16",
+            I8 => "int8",
+            I16 => "int16",
+            I32 => "int32",
+            I64 => "int64",
+            U8 => "uint8",
+            U16 => "uint16",
+            U32 => "uint32",
+            U64 => "uint64",
+            Bool => "bool",
+        }
+    }
+    /// Parses the names `name()` and `numpy_name()` give.
     pub fn parse(s: &str) -> Option<DType> {
-        Some(match s {
-            "f32" | "float32" => DType::F32,
-            "f64" | "float64" => DType::F64,
-            "f16" | "float16" => DType::F16,
-            "bf16" | "bfloat16" => DType::BF16,
-            "i32" | "int32" => DType::I32,
-            "i64" | "int64" => DType::I64,
-            "u8" | "uint8" => DType::U8,
-            "bool" => DType::Bool,
-            _ => return None,
-        })
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name() == s || d.numpy_name() == s)
     }
 }
 
@@ -83,10 +141,14 @@ impl fmt::Display for DType {
 }
 
 /// A value of any dtype, wide enough to carry each exactly: the hub that casts go through.
+/// Integers are i128 so that every i64 and u64 value fits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar {
+    /// A float (f16, bf16 and f32 widen exactly).
     F(f64),
-    I(i64),
+    /// An integer of any integer dtype.
+    I(i128),
+    /// A bool.
     B(bool),
 }
 
@@ -99,7 +161,7 @@ macro_rules! scalar_from {
         }
     )*};
 }
-scalar_from!(f64 => F as f64, f32 => F as f64, i64 => I as i64, i32 => I as i64, u8 => I as i64, usize => I as i64, isize => I as i64);
+scalar_from!(f64 => F as f64, f32 => F as f64, i64 => I as i128, i32 => I as i128, i16 => I as i128, i8 => I as i128, u64 => I as i128, u32 => I as i128, u16 => I as i128, u8 => I as i128, usize => I as i128, isize => I as i128);
 impl From<bool> for Scalar {
     fn from(v: bool) -> Scalar {
         Scalar::B(v)
@@ -126,6 +188,34 @@ fn float_to_int(v: f64, min: i64, max_excl: f64) -> i64 {
     }
 }
 
+/// x86 NumPy's float -> i32 (`cvttsd2si`): the base of the i8/u8/i16/u16 casts, which keep its
+/// low bits.
+fn float_to_i32(v: f64) -> i32 {
+    float_to_int(v, i32::MIN as i64, 2147483648.0) as i32
+}
+
+/// x86 NumPy's float -> u32: the compiler's unsigned conversion through signed 32-bit
+/// conversions (from 2^31 up, shift down by 2^31, convert, flip the top bit back).
+fn float_to_u32(v: f64) -> u32 {
+    const TOP: f64 = 2147483648.0;
+    if v >= TOP {
+        (float_to_i32(v - TOP) as u32) ^ 0x8000_0000
+    } else {
+        float_to_i32(v) as u32
+    }
+}
+
+/// x86 NumPy's float -> u64, as `float_to_u32` with 64-bit conversions.
+fn float_to_u64(v: f64) -> u64 {
+    const TOP: f64 = 9.223_372_036_854_776e18;
+    let i64_of = |x: f64| float_to_int(x, i64::MIN, TOP) as u64;
+    if v >= TOP {
+        i64_of(v - TOP) ^ (1 << 63)
+    } else {
+        i64_of(v)
+    }
+}
+
 pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static {
     const DTYPE: DType;
     fn to_scalar(self) -> Scalar;
@@ -145,16 +235,30 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'stat
     fn to_f64(self) -> f64 {
         match self.to_scalar() {
             Scalar::F(v) => v,
-            Scalar::I(v) => v as f64,
+            Scalar::I(v) => i128_to_f64(v),
             Scalar::B(b) => b as u8 as f64,
         }
     }
 }
 
+/// `v as f64` (round to nearest), through the one-instruction i64 conversion whenever `v` fits
+/// one: i128 conversions are library calls, and every integer cast passes through here.
+#[inline]
+fn i128_to_f64(v: i128) -> f64 {
+    match i64::try_from(v) {
+        Ok(x) => x as f64,
+        Err(_) => v as f64,
+    }
+}
+
 macro_rules! float_element {
     ($t:ty, $dt:ident, $to64:expr, $from64:expr, $fromi:expr, $zero:expr, $one:expr) => {
+        float_element!($t, $dt, $to64, $from64, $fromi, $zero, $one, {});
+    };
+    ($t:ty, $dt:ident, $to64:expr, $from64:expr, $fromi:expr, $zero:expr, $one:expr, {$($cast:item)*}) => {
         impl Element for $t {
             const DTYPE: DType = DType::$dt;
+            $($cast)*
             #[inline]
             fn to_scalar(self) -> Scalar {
                 Scalar::F($to64(self))
@@ -190,19 +294,14 @@ float_element!(
     F32,
     |x: f32| x as f64,
     |v: f64| v as f32,
-    |v: i64| v as f32,
+    |v: i128| match i64::try_from(v) {
+        Ok(x) => x as f32,
+        Err(_) => v as f32,
+    },
     0.0,
     1.0
 );
-float_element!(
-    f64,
-    F64,
-    |x: f64| x,
-    |v: f64| v,
-    |v: i64| v as f64,
-    0.0,
-    1.0
-);
+float_element!(f64, F64, |x: f64| x, |v: f64| v, i128_to_f64, 0.0, 1.0);
 // f64 and i64 -> f16/bf16 round once, to nearest even, from the exact value. `half`'s `from_f64`
 // does not: it drops the low 32 bits of the f64 first (bf16, and f16 without F16C) or rounds to
 // f32 to nearest first (f16 with F16C), so values just past a tie could round down. Rounding to
@@ -222,9 +321,13 @@ fn f64_to_f32_odd(v: f64) -> f32 {
     f32::from_bits(t.to_bits() | 1)
 }
 
-fn i64_to_f32_odd(v: i64) -> f32 {
+fn i128_to_f32_odd(v: i128) -> f32 {
+    if v.unsigned_abs() <= 1 << 24 {
+        // Exact in f32 (and the fast conversion): nothing to round.
+        return v as i32 as f32;
+    }
     let f = v as f32;
-    let (fi, vi) = (f as i128, v as i128);
+    let (fi, vi) = (f as i128, v);
     if fi == vi {
         return f;
     }
@@ -241,85 +344,72 @@ float_element!(
     F16,
     f64::from,
     |v: f64| f16::from_f32(f64_to_f32_odd(v)),
-    |v: i64| f16::from_f32(i64_to_f32_odd(v)),
+    |v: i128| f16::from_f32(i128_to_f32_odd(v)),
     f16::ZERO,
-    f16::ONE
+    f16::ONE,
+    {
+        // NumPy's half -> uint32 loop converts through int64 (not the unsigned 32-bit
+        // sequence of float and double), so NaN and infinities give 0 there.
+        #[inline]
+        fn cast<U: Element>(self) -> U {
+            if U::DTYPE == DType::U32 {
+                let i = float_to_int(f64::from(self), i64::MIN, 9.223_372_036_854_776e18);
+                return U::from_scalar(Scalar::I(i as u32 as i128));
+            }
+            U::from_scalar(self.to_scalar())
+        }
+    }
 );
 float_element!(
     bf16,
     BF16,
     f64::from,
     |v: f64| bf16::from_f32(f64_to_f32_odd(v)),
-    |v: i64| bf16::from_f32(i64_to_f32_odd(v)),
+    |v: i128| bf16::from_f32(i128_to_f32_odd(v)),
     bf16::ZERO,
     bf16::ONE
 );
 
-impl Element for i64 {
-    const DTYPE: DType = DType::I64;
-    #[inline]
-    fn to_scalar(self) -> Scalar {
-        Scalar::I(self)
-    }
-    #[inline]
-    fn from_scalar(s: Scalar) -> Self {
-        match s {
-            Scalar::F(v) => float_to_int(v, i64::MIN, 9.223_372_036_854_776e18),
-            Scalar::I(v) => v,
-            Scalar::B(b) => b as i64,
+/// An integer element: `from_float` is x86 NumPy's float -> integer cast for the type.
+macro_rules! int_element {
+    ($t:ty, $dt:ident, $from_float:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                Scalar::I(self as i128)
+            }
+            #[inline]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::F(v) => $from_float(v),
+                    // Wraps: keeps the low bits, as C's integer conversions.
+                    Scalar::I(v) => v as $t,
+                    Scalar::B(b) => b as $t,
+                }
+            }
+            fn zero() -> Self {
+                0
+            }
+            fn one() -> Self {
+                1
+            }
         }
-    }
-    fn zero() -> Self {
-        0
-    }
-    fn one() -> Self {
-        1
-    }
+    };
 }
 
-impl Element for i32 {
-    const DTYPE: DType = DType::I32;
-    #[inline]
-    fn to_scalar(self) -> Scalar {
-        Scalar::I(self as i64)
-    }
-    #[inline]
-    fn from_scalar(s: Scalar) -> Self {
-        match s {
-            Scalar::F(v) => float_to_int(v, i32::MIN as i64, 2147483648.0) as i32,
-            Scalar::I(v) => v as i32,
-            Scalar::B(b) => b as i32,
-        }
-    }
-    fn zero() -> Self {
-        0
-    }
-    fn one() -> Self {
-        1
-    }
-}
-
-impl Element for u8 {
-    const DTYPE: DType = DType::U8;
-    #[inline]
-    fn to_scalar(self) -> Scalar {
-        Scalar::I(self as i64)
-    }
-    #[inline]
-    fn from_scalar(s: Scalar) -> Self {
-        match s {
-            Scalar::F(v) => i32::from_scalar(Scalar::F(v)) as u8,
-            Scalar::I(v) => v as u8,
-            Scalar::B(b) => b as u8,
-        }
-    }
-    fn zero() -> Self {
-        0
-    }
-    fn one() -> Self {
-        1
-    }
-}
+int_element!(i64, I64, |v| float_to_int(
+    v,
+    i64::MIN,
+    9.223_372_036_854_776e18
+));
+int_element!(i32, I32, float_to_i32);
+int_element!(i16, I16, |v| float_to_i32(v) as i16);
+int_element!(i8, I8, |v| float_to_i32(v) as i8);
+int_element!(u8, U8, |v| float_to_i32(v) as u8);
+int_element!(u16, U16, |v| float_to_i32(v) as u16);
+int_element!(u32, U32, float_to_u32);
+int_element!(u64, U64, float_to_u64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -357,6 +447,24 @@ mod tests {
         assert_eq!((-1.0f32).cast::<u8>(), 255);
         assert_eq!(300.0f32.cast::<u8>(), 44);
         assert_eq!(f32::NAN.cast::<u8>(), 0);
+        // Values read off NumPy 2.4 on x86_64.
+        assert_eq!((-129.0f64).cast::<i8>(), 127);
+        assert_eq!(70000.0f64.cast::<i16>(), 4464);
+        assert_eq!((-1.0f64).cast::<u16>(), 65535);
+        assert_eq!(f64::NAN.cast::<u32>(), 2147483648);
+        assert_eq!(f64::INFINITY.cast::<u32>(), 0);
+        assert_eq!(1e10f64.cast::<u32>(), 0);
+        assert_eq!(3e9f64.cast::<u32>(), 3_000_000_000);
+        assert_eq!((-3e9f64).cast::<u32>(), 2147483648);
+        assert_eq!((-1.0f64).cast::<u64>(), u64::MAX);
+        assert_eq!((-3e9f64).cast::<u64>(), 18446744070709551616);
+        assert_eq!(1.8e19f64.cast::<u64>(), 18_000_000_000_000_000_000);
+        assert_eq!(1e20f64.cast::<u64>(), 0);
+        assert_eq!(f64::NAN.cast::<u64>(), 1 << 63);
+        // From half, u32 goes through i64 in NumPy.
+        assert_eq!(f16::NEG_INFINITY.cast::<u32>(), 0);
+        assert_eq!(f16::NAN.cast::<u32>(), 0);
+        assert_eq!(f16::from_f32(-65504.0).cast::<u32>(), 4294901792);
     }
 
     #[test]
@@ -367,6 +475,11 @@ mod tests {
         assert!(!(-0.0f64).cast::<bool>());
         assert_eq!(true.cast::<f16>(), f16::ONE);
         assert!(256i32.cast::<bool>());
+        assert_eq!(u64::MAX.cast::<i64>(), -1);
+        assert_eq!((-1i64).cast::<u64>(), u64::MAX);
+        assert_eq!(u64::MAX.cast::<f64>(), 18446744073709551615.0);
+        assert_eq!(300i16.cast::<i8>(), 44);
+        assert_eq!(u64::MAX.cast::<f16>(), f16::INFINITY);
     }
 
     #[test]

@@ -367,9 +367,9 @@ impl UnaryOp {
             )),
             UnaryKind::SameNumeric | UnaryKind::Rounding => Ok(input),
             UnaryKind::Float if input.is_float() => Ok(input),
-            // NumPy's smallest float that holds the input: f16 for bool and uint8.
-            UnaryKind::Float if matches!(input, DType::Bool | DType::U8) => Ok(DType::F16),
-            UnaryKind::Float => Ok(DType::F64),
+            // NumPy's smallest float that holds the input: f16 for bool and 8-bit integers, f32
+            // for 16-bit ones, f64 above.
+            UnaryKind::Float => Ok(promote_types(input, DType::F16)),
             UnaryKind::Predicate => Ok(DType::Bool),
         }
     }
@@ -412,9 +412,10 @@ impl BinaryOp {
         match self.kind() {
             BinaryKind::Logical => Ok(DType::Bool),
             // Division and the transcendental ops are float ops: integers give f64, as NumPy;
-            // atan2 (a plain float loop in NumPy, unlike true_divide) gives f16 for bool/uint8.
-            BinaryKind::Float if self == Atan2 && matches!(common, DType::Bool | DType::U8) => {
-                Ok(DType::F16)
+            // atan2 (a plain float loop in NumPy, unlike true_divide) gives the smallest float
+            // that holds the integers (f16 for bool and 8-bit ones).
+            BinaryKind::Float if self == Atan2 && !common.is_float() => {
+                Ok(promote_types(common, DType::F16))
             }
             BinaryKind::Float if !common.is_float() => Ok(DType::F64),
             BinaryKind::Bitwise | BinaryKind::Shift if common.is_float() => {
@@ -424,7 +425,8 @@ impl BinaryOp {
             _ if common != DType::Bool => Ok(common),
             _ => match self {
                 Sub => bad("bool subtraction is not supported; use logical_xor"),
-                Pow | Remainder | FloorDiv => bad("astype to a number first"),
+                // NumPy's bool loops for these are its int8 ones.
+                Pow | Remainder | FloorDiv => Ok(DType::I8),
                 _ => Ok(common),
             },
         }
@@ -517,11 +519,13 @@ impl ReduceOp {
         }
     }
 
-    /// The result dtype (NumPy on 64-bit Linux): sums and products of bool and integers widen
-    /// to i64, floats keep theirs; max/min keep the input's; arg* give i64; any/all give bool.
+    /// The result dtype (NumPy on 64-bit Linux): sums and products of unsigned integers widen
+    /// to u64, of bool and signed integers to i64, floats keep theirs; max/min keep the
+    /// input's; arg* give i64; any/all give bool.
     pub fn result_dtype(self, input: DType) -> DType {
         use ReduceOp::*;
         match self {
+            Sum | Prod if input.is_unsigned_int() => DType::U64,
             Sum | Prod if !input.is_float() => DType::I64,
             Sum | Prod | Max | Min => input,
             ArgMax | ArgMin => DType::I64,

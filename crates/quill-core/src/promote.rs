@@ -6,40 +6,66 @@
 
 use crate::{DType, Scalar};
 
-/// The smallest dtype both `a` and `b` convert to safely (NumPy's table).
+/// The smallest dtype both `a` and `b` convert to safely (NumPy's table): integers of one
+/// signedness take the wider; a signed and an unsigned integer take the smallest signed type
+/// that holds both (u64 with any signed type has none: f64); an integer and a float take the
+/// smallest float, from the given one up, whose precision holds the integer (int16 and f16
+/// give f32, int32 and f32 give f64); f16 and bf16 meet at f32.
 pub fn promote_types(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
         return a;
     }
-    let (lo, hi) = if rank(a) <= rank(b) { (a, b) } else { (b, a) };
-    match (lo, hi) {
-        (Bool, x) => x,
-        (U8, I32) => I32,
-        (U8, I64) | (I32, I64) => I64,
-        (U8, f) if f.is_float() => f,
-        // int32 and int64 do not fit f16, bf16 or f32 exactly: NumPy goes to f64.
-        (I32 | I64, F16 | BF16 | F32) => F64,
-        (I32 | I64, F64) => F64,
-        (F16, BF16) => F32,
-        (F16 | BF16, F32) => F32,
-        (_, F64) => F64,
-        _ => hi,
+    match (a, b) {
+        (Bool, x) | (x, Bool) => x,
+        (x, y) if x.is_int() && y.is_int() => promote_ints(x, y),
+        (i, f) | (f, i) if i.is_int() && f.is_float() => {
+            let mut f = f;
+            while float_precision(f) < int_precision(i) && f != F64 {
+                f = if f == F32 { F64 } else { F32 };
+            }
+            f
+        }
+        (F16, BF16) | (BF16, F16) => F32,
+        // Two distinct floats of one family: the wider.
+        (x, y) => {
+            if x.size_in_bytes() >= y.size_in_bytes() {
+                x
+            } else {
+                y
+            }
+        }
     }
 }
 
-/// The order used to pair dtypes in `promote_types`: bools, then integers, then floats.
-fn rank(d: DType) -> u8 {
-    use DType::*;
+/// Two distinct integer dtypes (see `promote_types`).
+fn promote_ints(a: DType, b: DType) -> DType {
+    let bits = |d: DType| 8 * d.size_in_bytes();
+    if a.is_signed_int() == b.is_signed_int() {
+        return if bits(a) >= bits(b) { a } else { b };
+    }
+    let (s, u) = if a.is_signed_int() { (a, b) } else { (b, a) };
+    match bits(s).max(2 * bits(u)) {
+        8 => DType::I8,
+        16 => DType::I16,
+        32 => DType::I32,
+        64 => DType::I64,
+        _ => DType::F64,
+    }
+}
+
+/// Bits of magnitude an integer dtype's values need.
+fn int_precision(d: DType) -> usize {
+    8 * d.size_in_bytes() - usize::from(d.is_signed_int())
+}
+
+/// Bits of significand of a float dtype.
+fn float_precision(d: DType) -> usize {
     match d {
-        Bool => 0,
-        U8 => 1,
-        I32 => 2,
-        I64 => 3,
-        F16 => 4,
-        BF16 => 5,
-        F32 => 6,
-        F64 => 7,
+        DType::F16 => 11,
+        DType::BF16 => 8,
+        DType::F32 => 24,
+        _ => 53,
     }
 }
 
@@ -67,12 +93,18 @@ pub fn scalar_dtype(s: Scalar) -> DType {
 
 /// The range of an integer dtype, as i128 so that every i64 and u64 value compares exactly.
 pub fn int_range(dtype: DType) -> Option<(i128, i128)> {
-    match dtype {
-        DType::U8 => Some((0, u8::MAX as i128)),
-        DType::I32 => Some((i32::MIN as i128, i32::MAX as i128)),
-        DType::I64 => Some((i64::MIN as i128, i64::MAX as i128)),
-        _ => None,
-    }
+    use DType::*;
+    Some(match dtype {
+        I8 => (i8::MIN as i128, i8::MAX as i128),
+        I16 => (i16::MIN as i128, i16::MAX as i128),
+        I32 => (i32::MIN as i128, i32::MAX as i128),
+        I64 => (i64::MIN as i128, i64::MAX as i128),
+        U8 => (0, u8::MAX as i128),
+        U16 => (0, u16::MAX as i128),
+        U32 => (0, u32::MAX as i128),
+        U64 => (0, u64::MAX as i128),
+        _ => return None,
+    })
 }
 
 /// Whether a Python-style number may be written into an array of `dtype` (NumPy 2's
@@ -86,7 +118,7 @@ pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Re
     };
     let v: i128 = match s {
         Scalar::B(_) => return Ok(()),
-        Scalar::I(v) => v as i128,
+        Scalar::I(v) => v,
         Scalar::F(f) if f.is_nan() => {
             return Err(crate::Error::invalid(
                 op,

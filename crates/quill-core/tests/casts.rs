@@ -1,6 +1,8 @@
-//! `Element::cast` over all 8 x 8 dtype pairs against an independent reference of NumPy's rules
+//! `Element::cast` over all 13 x 13 dtype pairs against an independent reference of NumPy's rules
 //! (x86_64): float -> int truncates toward zero, NaN / infinite / out-of-range float -> i32 or i64
-//! gives the minimum, float -> u8 is the low byte of the i32 result, int -> int wraps, x -> bool is
+//! gives the minimum, float -> i8/u8/i16/u16 is the low bits of the i32 result, float -> u32/u64
+//! is the compiler's unsigned conversion (from 2^(n-1) up: subtract it, convert signed, flip the
+//! top bit), int -> int wraps, x -> bool is
 //! `x != 0` (NaN -> true), bool -> number is 0 or 1, and every conversion to a float format rounds
 //! the exact source value once, to nearest even, with overflow to infinity.
 //!
@@ -16,7 +18,7 @@ use quill_test_support::Prng;
 #[derive(Clone, Copy, Debug)]
 enum Exact {
     F(f64),
-    I(i64),
+    I(i128),
     B(bool),
 }
 
@@ -117,29 +119,36 @@ fn float_to_int(v: f64, bits: u32) -> i128 {
     }
 }
 
-fn reference(x: Exact, d: DType) -> Want {
+fn reference(x: Exact, src: DType, d: DType) -> Want {
     match d {
         DType::Bool => Want::B(match x {
             Exact::F(v) => v != 0.0,
             Exact::I(v) => v != 0,
             Exact::B(b) => b,
         }),
-        DType::I64 | DType::I32 | DType::U8 => {
+        d if d.is_int() => {
+            let bits = 8 * d.size_in_bytes() as u32;
             let v = match x {
+                // i8, u8, i16, u16 keep the low bits of the i32 conversion.
+                Exact::F(v) if bits <= 16 => float_to_int(v, 32),
+                Exact::F(v) if d.is_signed_int() => float_to_int(v, bits),
+                // NumPy's half -> uint32 loop goes through int64.
+                Exact::F(v) if src == DType::F16 && bits == 32 => float_to_int(v, 64),
                 Exact::F(v) => {
-                    if d == DType::U8 {
-                        float_to_int(v, 32)
+                    let top = 2f64.powi(bits as i32 - 1);
+                    if v >= top {
+                        float_to_int(v - top, bits) ^ -(1i128 << (bits - 1))
                     } else {
-                        float_to_int(v, if d == DType::I64 { 64 } else { 32 })
+                        float_to_int(v, bits)
                     }
                 }
-                Exact::I(v) => v as i128,
+                Exact::I(v) => v,
                 Exact::B(b) => b as i128,
             };
-            Want::I(match d {
-                DType::I64 => wrap(v, 64),
-                DType::I32 => wrap(v, 32),
-                _ => v.rem_euclid(256),
+            Want::I(if d.is_signed_int() {
+                wrap(v, bits)
+            } else {
+                v.rem_euclid(1i128 << bits)
             })
         }
         _ => Want::F(match x {
@@ -148,7 +157,7 @@ fn reference(x: Exact, d: DType) -> Want {
                 let (neg, mag, e) = decompose(v);
                 round_to(neg, mag, e, d)
             }
-            Exact::I(v) => round_to(v < 0, v.unsigned_abs() as u128, 0, d),
+            Exact::I(v) => round_to(v < 0, v.unsigned_abs(), 0, d),
             Exact::B(b) => b as u8 as f64,
         }),
     }
@@ -156,7 +165,7 @@ fn reference(x: Exact, d: DType) -> Want {
 
 fn got_of(s: Scalar, d: DType) -> Want {
     match (s, d) {
-        (Scalar::I(v), DType::I64 | DType::I32 | DType::U8) => Want::I(v as i128),
+        (Scalar::I(v), d) if d.is_int() => Want::I(v),
         (Scalar::B(b), DType::Bool) => Want::B(b),
         (Scalar::F(v), DType::F64 | DType::F32 | DType::F16 | DType::BF16) => Want::F(v),
         other => panic!("{other:?}: the scalar kind does not match the dtype"),
@@ -174,7 +183,7 @@ fn same(a: Want, b: Want) -> bool {
 fn check_all<S: Element>(samples: &[S], exact: impl Fn(S) -> Exact) -> Vec<String> {
     fn one<S: Element, D: Element>(x: S, e: Exact, bad: &mut Vec<String>) {
         let got = got_of(x.cast::<D>().to_scalar(), D::DTYPE);
-        let want = reference(e, D::DTYPE);
+        let want = reference(e, S::DTYPE, D::DTYPE);
         if !same(got, want) {
             bad.push(format!(
                 "{:?} {x:?} -> {:?}: got {got:?}, want {want:?}",
@@ -194,6 +203,11 @@ fn check_all<S: Element>(samples: &[S], exact: impl Fn(S) -> Exact) -> Vec<Strin
         one::<S, i64>(x, e, &mut bad);
         one::<S, u8>(x, e, &mut bad);
         one::<S, bool>(x, e, &mut bad);
+        one::<S, i8>(x, e, &mut bad);
+        one::<S, i16>(x, e, &mut bad);
+        one::<S, u16>(x, e, &mut bad);
+        one::<S, u32>(x, e, &mut bad);
+        one::<S, u64>(x, e, &mut bad);
     }
     bad
 }
@@ -348,7 +362,7 @@ fn the_reference_rounds_like_rust_and_half() {
     let mut vals: Vec<f64> = EDGE_F64.to_vec();
     vals.extend(near_ties(&mut rng, 20000, -160, 140));
     for v in vals.into_iter().filter(|v| v.is_finite()) {
-        let want = reference(Exact::F(v), DType::F32);
+        let want = reference(Exact::F(v), DType::F64, DType::F32);
         assert_eq!(
             want.to_bits_or_nan(),
             (v as f32 as f64).to_bits(),
@@ -356,13 +370,13 @@ fn the_reference_rounds_like_rust_and_half() {
         );
         // half's from_f32 is correctly rounded; compare where the source is an f32 already
         let f = v as f32;
-        let want16 = reference(Exact::F(f as f64), DType::F16);
+        let want16 = reference(Exact::F(f as f64), DType::F32, DType::F16);
         assert_eq!(
             want16.to_bits_or_nan(),
             f64::from(f16::from_f32(f)).to_bits(),
             "f32 {f:e} -> f16"
         );
-        let wantb = reference(Exact::F(f as f64), DType::BF16);
+        let wantb = reference(Exact::F(f as f64), DType::F32, DType::BF16);
         assert_eq!(
             wantb.to_bits_or_nan(),
             f64::from(bf16::from_f32(f)).to_bits(),
@@ -371,11 +385,11 @@ fn the_reference_rounds_like_rust_and_half() {
     }
     for &i in EDGE_I64 {
         assert_eq!(
-            reference(Exact::I(i), DType::F32).to_bits_or_nan(),
+            reference(Exact::I(i as i128), DType::I64, DType::F32).to_bits_or_nan(),
             (i as f32 as f64).to_bits()
         );
         assert_eq!(
-            reference(Exact::I(i), DType::F64).to_bits_or_nan(),
+            reference(Exact::I(i as i128), DType::I64, DType::F64).to_bits_or_nan(),
             (i as f64).to_bits()
         );
     }
@@ -439,15 +453,30 @@ fn casts_from_integers_and_bool() {
         };
         vals.push(if rng.odds(1, 2) { t } else { t.wrapping_neg() });
     }
-    report("i64", check_all(&vals, Exact::I));
+    report("i64", check_all(&vals, |x| Exact::I(x as i128)));
     let v32: Vec<i32> = vals
         .iter()
         .map(|&v| v as i32)
         .chain([i32::MIN, i32::MAX])
         .collect();
-    report("i32", check_all(&v32, |x| Exact::I(x as i64)));
+    report("i32", check_all(&v32, |x| Exact::I(x as i128)));
+    let u32s: Vec<u32> = vals.iter().map(|&v| v as u32).chain([u32::MAX]).collect();
+    report("u32", check_all(&u32s, |x| Exact::I(x as i128)));
+    // u64 beyond i64's range: the top bit set, which i64 sources never reach.
+    let u64s: Vec<u64> = vals
+        .iter()
+        .map(|&v| v as u64)
+        .chain([u64::MAX, 1 << 63])
+        .collect();
+    report("u64", check_all(&u64s, |x| Exact::I(x as i128)));
     let v8: Vec<u8> = (0..=255).collect();
-    report("u8", check_all(&v8, |x| Exact::I(x as i64)));
+    report("u8", check_all(&v8, |x| Exact::I(x as i128)));
+    let i8s: Vec<i8> = (-128..=127).collect();
+    report("i8", check_all(&i8s, |x| Exact::I(x as i128)));
+    let i16s: Vec<i16> = (i16::MIN..=i16::MAX).collect();
+    report("i16", check_all(&i16s, |x| Exact::I(x as i128)));
+    let u16s: Vec<u16> = (0..=u16::MAX).collect();
+    report("u16", check_all(&u16s, |x| Exact::I(x as i128)));
     report("bool", check_all(&[false, true], Exact::B));
 }
 
@@ -468,4 +497,9 @@ fn documented_examples() {
     assert_eq!((-129i32).cast::<u8>(), 127);
     assert_eq!(65520.0f64.cast::<f16>(), f16::INFINITY);
     assert_eq!((-65520.0f32).cast::<f16>(), f16::NEG_INFINITY);
+    // The widths NumPy 2 adds, as it prints them on x86_64.
+    assert_eq!(70000.0f64.cast::<u16>(), 4464);
+    assert_eq!((-1.0f64).cast::<u32>(), u32::MAX);
+    assert_eq!(f64::NAN.cast::<u32>(), 1 << 31);
+    assert_eq!((-3e9f64).cast::<u64>(), 18446744070709551616);
 }

@@ -1,7 +1,7 @@
 //! Integer-array indexing along one axis on the CPU: `gather` and `scatter_add` over any
 //! strides. The data is read (or written) through a base layout with the index's shape and
 //! stride 0 on the indexed axis, so one loop plan covers the index, the source and the data.
-//! Indices are i32, i64 or u8, read through their own strides; negative ones count from the
+//! Indices are of any integer dtype, read through their own strides; negative ones count from the
 //! end as in Python; an index out of range is an error naming the op, the value and the axis.
 
 use crate::{dispatch_dtype, with_storage, CpuElement, CpuStorage};
@@ -15,6 +15,11 @@ macro_rules! with_index {
             CpuStorage::I64($ix) => $body,
             CpuStorage::I32($ix) => $body,
             CpuStorage::U8($ix) => $body,
+            CpuStorage::I8($ix) => $body,
+            CpuStorage::I16($ix) => $body,
+            CpuStorage::U16($ix) => $body,
+            CpuStorage::U32($ix) => $body,
+            CpuStorage::U64($ix) => $body,
             other => return Err(index_dtype_error($op, other.dtype())),
         }
     };
@@ -24,19 +29,20 @@ macro_rules! with_index {
 pub fn index_dtype_error(op: &'static str, dtype: DType) -> Error {
     Error::invalid(
         op,
-        format!("the index must have an integer dtype (i32, i64 or u8), got {dtype}"),
+        format!("the index must have an integer dtype, got {dtype}"),
     )
 }
 
 /// Position `v` on an axis of `size` (negative counts from the end), or an error naming it.
 #[inline]
-fn resolve(op: &'static str, v: i64, along: Along) -> Result<isize> {
-    // `size <= isize::MAX`, so neither the sum nor the casts can overflow.
-    let w = if v < 0 { v + along.size as i64 } else { v };
-    if w < 0 || w >= along.size as i64 {
+fn resolve(op: &'static str, v: i128, along: Along) -> Result<isize> {
+    // i128 holds every index of every integer dtype (u64 included) and `size <= isize::MAX`,
+    // so neither the sum nor the casts can overflow.
+    let w = if v < 0 { v + along.size as i128 } else { v };
+    if w < 0 || w >= along.size as i128 {
         return Err(Error::IndexOutOfRange {
             op,
-            index: v as isize,
+            index: v.clamp(isize::MIN as i128, isize::MAX as i128) as isize,
             axis: along.axis,
             size: along.size,
         });
@@ -54,7 +60,7 @@ fn walk<const K: usize>(
         .try_for_each(&mut f)
 }
 
-fn gather_kernel<T: CpuElement, I: Copy + Into<i64>>(
+fn gather_kernel<T: CpuElement, I: Copy + Into<i128>>(
     op: &'static str,
     src: &[T],
     ix: &[I],
@@ -106,10 +112,12 @@ accumulate!(
     f32 => |a, b| a + b, f64 => |a, b| a + b,
     half::f16 => |a, b| a + b, half::bf16 => |a, b| a + b,
     i32 => i32::wrapping_add, i64 => i64::wrapping_add, u8 => u8::wrapping_add,
+    i8 => i8::wrapping_add, i16 => i16::wrapping_add, u16 => u16::wrapping_add,
+    u32 => u32::wrapping_add, u64 => u64::wrapping_add,
     bool => |a, b| a | b,
 );
 
-fn scatter_add_kernel<T: CpuElement + Accumulate, I: Copy + Into<i64>>(
+fn scatter_add_kernel<T: CpuElement + Accumulate, I: Copy + Into<i128>>(
     op: &'static str,
     out: &mut CpuStorage,
     src: &CpuStorage,

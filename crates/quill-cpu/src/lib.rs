@@ -46,6 +46,11 @@ pub fn copy(dst: &mut CpuStorage, dst_l: &Layout, src: &CpuStorage, src_l: &Layo
         (S::BF16(d), S::BF16(s)) => cw::<u16>(w(d), dst_l, r(s), src_l),
         (S::U8(d), S::U8(s)) => cw::<u8>(d, dst_l, s, src_l),
         (S::Bool(d), S::Bool(s)) => cw::<bool>(d, dst_l, s, src_l),
+        (S::I8(d), S::I8(s)) => cw::<u8>(w(d), dst_l, r(s), src_l),
+        (S::I16(d), S::I16(s)) => cw::<u16>(w(d), dst_l, r(s), src_l),
+        (S::U16(d), S::U16(s)) => cw::<u16>(d, dst_l, s, src_l),
+        (S::U32(d), S::U32(s)) => cw::<u32>(d, dst_l, s, src_l),
+        (S::U64(d), S::U64(s)) => cw::<u64>(d, dst_l, s, src_l),
         (d, s) => {
             return Err(Error::DTypeMismatch {
                 op: "copy",

@@ -16,6 +16,11 @@ pub enum CpuStorage {
     I64(Buf<i64>),
     U8(Buf<u8>),
     Bool(Buf<bool>),
+    I8(Buf<i8>),
+    I16(Buf<i16>),
+    U16(Buf<u16>),
+    U32(Buf<u32>),
+    U64(Buf<u64>),
 }
 
 /// Runs `$body` with `$v` bound to the typed buffer (`Buf<T>`, a slice through `Deref`) of `$s`,
@@ -32,6 +37,11 @@ macro_rules! with_storage {
             $crate::CpuStorage::I64($v) => $body,
             $crate::CpuStorage::U8($v) => $body,
             $crate::CpuStorage::Bool($v) => $body,
+            $crate::CpuStorage::I8($v) => $body,
+            $crate::CpuStorage::I16($v) => $body,
+            $crate::CpuStorage::U16($v) => $body,
+            $crate::CpuStorage::U32($v) => $body,
+            $crate::CpuStorage::U64($v) => $body,
         }
     };
 }
@@ -82,6 +92,11 @@ cpu_element!(i32, I32);
 cpu_element!(i64, I64);
 cpu_element!(u8, U8);
 cpu_element!(bool, Bool);
+cpu_element!(i8, I8);
+cpu_element!(i16, I16);
+cpu_element!(u16, U16);
+cpu_element!(u32, U32);
+cpu_element!(u64, U64);
 
 /// `len` elements of `s` from `off`, as `T`: a typed error naming `op` when `s` holds
 /// another dtype or is too short (an internal error: the array layer sized the buffers).
@@ -145,6 +160,26 @@ macro_rules! dispatch_dtype {
                 type $T = bool;
                 $body
             }
+            quill_core::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            quill_core::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            quill_core::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            quill_core::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            quill_core::DType::U64 => {
+                type $T = u64;
+                $body
+            }
         }
     };
 }
@@ -160,6 +195,11 @@ impl CpuStorage {
             CpuStorage::I64(_) => DType::I64,
             CpuStorage::U8(_) => DType::U8,
             CpuStorage::Bool(_) => DType::Bool,
+            CpuStorage::I8(_) => DType::I8,
+            CpuStorage::I16(_) => DType::I16,
+            CpuStorage::U16(_) => DType::U16,
+            CpuStorage::U32(_) => DType::U32,
+            CpuStorage::U64(_) => DType::U64,
         }
     }
 

@@ -2,7 +2,8 @@
 // unit (this text followed by the module's .cu text). Nothing is #included: CI compiles with no
 // include path, so half/bfloat16 conversions, limits and small helpers are written here.
 //
-// Kernel naming: NAME_TAG, where TAG is the element type (f32 f64 f16 bf16 i32 i64 u8 bool).
+// Kernel naming: NAME_TAG, where TAG is the element type (f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16
+// u32 u64 bool).
 // Elementwise kernels come in pairs: the plain one does its index math in 64 bits; the twin with
 // "32" appended to the family word (the text before the first '_': copy32_f32, cast32_f32_f16,
 // unary32_exp2_f32, binary32_add_i64, compare32_lt_u8, where32_bool) does it in 32 bits. The
@@ -134,13 +135,39 @@ QD double qinf_d() { return __longlong_as_double(0x7ff0000000000000LL); }
 #define QUILL_LLONG_MIN (-9223372036854775807LL - 1)
 #define QUILL_LLONG_MAX 9223372036854775807LL
 
+// x86's float -> integer conversions (see the dtype tags below). NaN fails both comparisons.
+QD int x86_i32(double v) {
+    return (v > -2147483649.0 && v < 2147483648.0) ? (int)v : (int)0x80000000u;
+}
+QD long long x86_i64(double v) {
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (long long)v
+                                                                       : QUILL_LLONG_MIN;
+}
+QD unsigned int x86_u32(double v) {
+    return v >= 2147483648.0 ? (unsigned int)x86_i32(v - 2147483648.0) ^ 0x80000000u
+                             : (unsigned int)x86_i32(v);
+}
+QD unsigned long long x86_u64(double v) {
+    return v >= 9223372036854775808.0
+               ? (unsigned long long)x86_i64(v - 9223372036854775808.0) ^ (1ull << 63)
+               : (unsigned long long)x86_i64(v);
+}
+QD unsigned short ull2bf(unsigned long long v) {
+    float f = __ull2float_rz(v);
+    if ((unsigned long long)f != v) f = __uint_as_float(__float_as_uint(f) | 1u);
+    return f2bf(f);
+}
+
 // ---- dtype tags ----------------------------------------------------------------------------
 // S: storage type; C: compute type of elementwise ops (f16/bf16 compute in float); A: reduction
-// accumulator. load/store convert S <-> C. canon() gives the value in one of four canonical
-// types (float, double, long long, bool) and from() converts each of them to S with NumPy cast
-// semantics: float -> int truncates toward zero (saturating; NaN -> 0), float -> u8 goes through
-// i64 and wraps like NumPy on x86, anything -> bool is x != 0, bool -> number is 0/1, rounding to
-// f16/bf16 is to nearest even.
+// accumulator. load/store convert S <-> C. canon() gives the value in one of five canonical
+// types (float, double, long long, unsigned long long, bool) and from() converts each of them to
+// S with NumPy's cast semantics on x86-64, the same as the CPU backend's (quill-core's dtype
+// module): float -> i32/i64 truncates toward zero and gives the minimum for NaN or out of range
+// (cvttsd2si's "integer indefinite"); float -> i8/u8/i16/u16 keeps the low bits of that i32
+// result; float -> u32/u64 is the compiler's unsigned conversion (from 2^31, resp. 2^63, up:
+// subtract it, convert signed, flip the top bit); int -> int wraps; anything -> bool is x != 0;
+// bool -> number is 0/1; rounding to f16/bf16 is to nearest even.
 
 struct TF32 {
     typedef float S; typedef float C; typedef float A;
@@ -150,6 +177,7 @@ struct TF32 {
     static QD S from(float v) { return v; }
     static QD S from(double v) { return (float)v; }
     static QD S from(long long v) { return (float)v; }
+    static QD S from(unsigned long long v) { return (float)v; }
     static QD S from(bool v) { return v ? 1.0f : 0.0f; }
 };
 struct TF64 {
@@ -160,6 +188,7 @@ struct TF64 {
     static QD S from(float v) { return (double)v; }
     static QD S from(double v) { return v; }
     static QD S from(long long v) { return (double)v; }
+    static QD S from(unsigned long long v) { return (double)v; }
     static QD S from(bool v) { return v ? 1.0 : 0.0; }
 };
 struct TF16 {
@@ -172,6 +201,7 @@ struct TF16 {
     // Correctly rounded: integers below 65520 (the f16 overflow threshold) are exact in f32, and
     // every larger one rounds to >= 65520 in f32 and so to inf either way.
     static QD S from(long long v) { return f2h((float)v); }
+    static QD S from(unsigned long long v) { return f2h((float)v); }
     static QD S from(bool v) { return v ? (S)0x3c00 : (S)0; }
 };
 struct TBF16 {
@@ -182,38 +212,32 @@ struct TBF16 {
     static QD S from(float v) { return f2bf(v); }
     static QD S from(double v) { return d2bf(v); }
     static QD S from(long long v) { return ll2bf(v); }
+    static QD S from(unsigned long long v) { return ull2bf(v); }
     static QD S from(bool v) { return v ? (S)0x3f80 : (S)0; }
 };
-struct TI32 {
-    typedef int S; typedef int C; typedef long long A;
-    static QD C load(S v) { return v; }
-    static QD S store(C v) { return v; }
-    static QD long long canon(S v) { return v; }
-    static QD S from(float v) { return (int)v; }
-    static QD S from(double v) { return (int)v; }
-    static QD S from(long long v) { return (int)v; }  // wraps (two's complement)
-    static QD S from(bool v) { return v ? 1 : 0; }
-};
-struct TI64 {
-    typedef long long S; typedef long long C; typedef long long A;
-    static QD C load(S v) { return v; }
-    static QD S store(C v) { return v; }
-    static QD long long canon(S v) { return v; }
-    static QD S from(float v) { return (long long)v; }
-    static QD S from(double v) { return (long long)v; }
-    static QD S from(long long v) { return v; }
-    static QD S from(bool v) { return v ? 1 : 0; }
-};
-struct TU8 {  // computes in unsigned int; store truncates, which is arithmetic modulo 256
-    typedef unsigned char S; typedef unsigned int C; typedef long long A;
-    static QD C load(S v) { return v; }
-    static QD S store(C v) { return (S)v; }
-    static QD long long canon(S v) { return v; }
-    static QD S from(float v) { return (S)(long long)v; }
-    static QD S from(double v) { return (S)(long long)v; }
-    static QD S from(long long v) { return (S)v; }
-    static QD S from(bool v) { return v ? 1 : 0; }
-};
+// An integer tag: storage S, compute type C (at least 32 bits: narrow types compute there and
+// wrap when stored), canonical type K (long long, or unsigned long long for u64), and the
+// float -> S conversion FROMF.
+#define QUILL_INT_TAG(NAME, SS, CC, KK, FROMF)                                                \
+    struct NAME {                                                                             \
+        typedef SS S; typedef CC C; typedef long long A;                                      \
+        static QD C load(S v) { return v; }                                                   \
+        static QD S store(C v) { return (S)v; }                                               \
+        static QD KK canon(S v) { return (KK)v; }                                             \
+        static QD S from(float v) { return (S)FROMF((double)v); }                             \
+        static QD S from(double v) { return (S)FROMF(v); }                                    \
+        static QD S from(long long v) { return (S)v; }                                        \
+        static QD S from(unsigned long long v) { return (S)v; }                               \
+        static QD S from(bool v) { return v ? 1 : 0; }                                        \
+    };
+QUILL_INT_TAG(TI8, signed char, int, long long, x86_i32)
+QUILL_INT_TAG(TI16, short, int, long long, x86_i32)
+QUILL_INT_TAG(TI32, int, int, long long, x86_i32)
+QUILL_INT_TAG(TI64, long long, long long, long long, x86_i64)
+QUILL_INT_TAG(TU8, unsigned char, unsigned int, long long, x86_i32)
+QUILL_INT_TAG(TU16, unsigned short, unsigned int, long long, x86_i32)
+QUILL_INT_TAG(TU32, unsigned int, unsigned int, long long, x86_u32)
+QUILL_INT_TAG(TU64, unsigned long long, unsigned long long, unsigned long long, x86_u64)
 struct TBool {  // one byte, 0 or 1; any nonzero byte reads as true
     typedef unsigned char S; typedef bool C; typedef long long A;
     static QD C load(S v) { return v != 0; }
@@ -222,16 +246,20 @@ struct TBool {  // one byte, 0 or 1; any nonzero byte reads as true
     static QD S from(float v) { return v != 0.0f; }  // NaN != 0: true, as in NumPy
     static QD S from(double v) { return v != 0.0; }
     static QD S from(long long v) { return v != 0; }
+    static QD S from(unsigned long long v) { return v != 0; }
     static QD S from(bool v) { return v ? 1 : 0; }
 };
 
 // Stamping lists: M(TAG, TagType) for each dtype; the *2 variant carries two extra arguments
 // through, so that one list can be nested in another (a macro cannot expand inside itself).
-#define QUILL_ALL_TAGS(M) \
-    M(f32, TF32) M(f64, TF64) M(f16, TF16) M(bf16, TBF16) M(i32, TI32) M(i64, TI64) M(u8, TU8) M(bool, TBool)
+#define QUILL_ALL_TAGS(M)                                                                  \
+    M(f32, TF32) M(f64, TF64) M(f16, TF16) M(bf16, TBF16) M(i32, TI32) M(i64, TI64) M(u8, TU8) \
+    M(bool, TBool) M(i8, TI8) M(i16, TI16) M(u16, TU16) M(u32, TU32) M(u64, TU64)
 #define QUILL_ALL_TAGS2(M, X, XD)                                                         \
     M(X, XD, f32, TF32) M(X, XD, f64, TF64) M(X, XD, f16, TF16) M(X, XD, bf16, TBF16)        \
-    M(X, XD, i32, TI32) M(X, XD, i64, TI64) M(X, XD, u8, TU8) M(X, XD, bool, TBool)
+    M(X, XD, i32, TI32) M(X, XD, i64, TI64) M(X, XD, u8, TU8) M(X, XD, bool, TBool)           \
+    M(X, XD, i8, TI8) M(X, XD, i16, TI16) M(X, XD, u16, TU16) M(X, XD, u32, TU32)             \
+    M(X, XD, u64, TU64)
 #define QUILL_FLOAT_TAGS(M) M(f32, TF32) M(f64, TF64) M(f16, TF16) M(bf16, TBF16)
 
 // ---- NaN-aware helpers shared by elementwise, reduce and softmax ---------------------------
@@ -240,6 +268,7 @@ QD bool qisnan(double x) { return x != x; }
 QD bool qisnan(int) { return false; }
 QD bool qisnan(long long) { return false; }
 QD bool qisnan(unsigned int) { return false; }
+QD bool qisnan(unsigned long long) { return false; }
 QD bool qisnan(bool) { return false; }
 // Wrapping integer arithmetic, as NumPy: through unsigned types, since signed overflow is
 // undefined in C++ and the optimiser may exploit it. Float overloads for uniform use.
@@ -250,7 +279,8 @@ QD bool qisnan(bool) { return false; }
     QD long long NAME(long long a, long long b) {                                              \
         return (long long)((unsigned long long)a OP (unsigned long long)b);                   \
     }                                                                                         \
-    QD unsigned int NAME(unsigned int a, unsigned int b) { return a OP b; }
+    QD unsigned int NAME(unsigned int a, unsigned int b) { return a OP b; }                   \
+    QD unsigned long long NAME(unsigned long long a, unsigned long long b) { return a OP b; }
 QUILL_ARITH(qadd, +)
 QUILL_ARITH(qsub, -)
 QUILL_ARITH(qmul, *)

@@ -28,12 +28,14 @@ QD double qneg(double x) { return -x; }
 QD int qneg(int x) { return (int)(0u - (unsigned int)x); }  // -INT_MIN wraps to INT_MIN
 QD long long qneg(long long x) { return (long long)(0ull - (unsigned long long)x); }
 QD unsigned int qneg(unsigned int x) { return 0u - x; }     // u8: -1 == 255, as NumPy
+QD unsigned long long qneg(unsigned long long x) { return 0ull - x; }
 
 QD float qabs(float x) { return fabsf(x); }
 QD double qabs(double x) { return fabs(x); }
 QD int qabs(int x) { return x < 0 ? qneg(x) : x; }
 QD long long qabs(long long x) { return x < 0 ? qneg(x) : x; }
 QD unsigned int qabs(unsigned int x) { return x; }
+QD unsigned long long qabs(unsigned long long x) { return x; }
 
 // sign(+-0) keeps the zero and sign(NaN) is NaN (NumPy); both fall through to `x`.
 // x + 0 maps -0 to +0 (NumPy's sign(-0.0) is 0.0) and keeps NaN.
@@ -42,6 +44,7 @@ QD double qsign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x + 0.0); }
 QD int qsign(int x) { return (x > 0) - (x < 0); }
 QD long long qsign(long long x) { return (x > 0) - (x < 0); }
 QD unsigned int qsign(unsigned int x) { return x != 0u; }
+QD unsigned long long qsign(unsigned long long x) { return x != 0ull; }
 
 // relu(NaN) is NaN (PyTorch): `x <= 0` is false for NaN.
 QD float qrelu(float x) { return x <= 0.0f ? 0.0f : x; }
@@ -49,6 +52,7 @@ QD double qrelu(double x) { return x <= 0.0 ? 0.0 : x; }
 QD int qrelu(int x) { return x < 0 ? 0 : x; }
 QD long long qrelu(long long x) { return x < 0 ? 0 : x; }
 QD unsigned int qrelu(unsigned int x) { return x; }
+QD unsigned long long qrelu(unsigned long long x) { return x; }
 
 // One name per math function for float and double (f16/bf16 use the float one).
 #define QUILL_MATH1(NAME, FF, FD)                        \
@@ -84,6 +88,7 @@ QUILL_MATH1(qtrunc, truncf, trunc)
     QD int NAME(int x) { return x; }                         \
     QD long long NAME(long long x) { return x; }             \
     QD unsigned int NAME(unsigned int x) { return x; }       \
+    QD unsigned long long NAME(unsigned long long x) { return x; } \
     QD bool NAME(bool x) { return x; }
 QUILL_INT_IDENTITY(qfloor)
 QUILL_INT_IDENTITY(qceil)
@@ -104,10 +109,12 @@ QD bool qsignbit(long long x) { return x < 0; }
     QD bool NAME(int) { return V; }                          \
     QD bool NAME(long long) { return V; }                    \
     QD bool NAME(unsigned int) { return V; }                 \
+    QD bool NAME(unsigned long long) { return V; }           \
     QD bool NAME(bool) { return V; }
 QUILL_INT_CONST(qisinf, false)
 QUILL_INT_CONST(qisfinite, true)
 QD bool qsignbit(unsigned int) { return false; }
+QD bool qsignbit(unsigned long long) { return false; }
 QD bool qsignbit(bool) { return false; }
 QD float qpow(float a, float b) { return powf(a, b); }
 QD double qpow(double a, double b) { return pow(a, b); }
@@ -130,6 +137,12 @@ QD int qpow(int a, int b) { return ipow<int, unsigned int>(a, b); }
 QD long long qpow(long long a, long long b) { return ipow<long long, unsigned long long>(a, b); }
 QD unsigned int qpow(unsigned int a, unsigned int b) {
     unsigned int r = 1;
+    for (; b != 0; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+    return r;
+}
+QD unsigned long long qpow(unsigned long long a, unsigned long long b) {
+    unsigned long long r = 1;
     for (; b != 0; b >>= 1, a *= a)
         if (b & 1) r *= a;
     return r;
@@ -165,6 +178,9 @@ QD T irem(T a, T b) {
 QD int qrem(int a, int b) { return irem(a, b); }
 QD long long qrem(long long a, long long b) { return irem(a, b); }
 QD unsigned int qrem(unsigned int a, unsigned int b) { return b == 0u ? 0u : a % b; }
+QD unsigned long long qrem(unsigned long long a, unsigned long long b) {
+    return b == 0ull ? 0ull : a % b;
+}
 // NumPy's floor_divide (npy_floor_divide): x // 0 is x / 0 for floats, 0 for integers; the
 // quotient of a - fmod(a, b), corrected down when the remainder's sign differs from b's.
 #define QUILL_FLOORDIV(T, FMOD, FLOOR, COPYSIGN)                                               \
@@ -190,6 +206,9 @@ QD T ifloordiv(T a, T b) {
 QD int qfloordiv(int a, int b) { return ifloordiv(a, b); }
 QD long long qfloordiv(long long a, long long b) { return ifloordiv(a, b); }
 QD unsigned int qfloordiv(unsigned int a, unsigned int b) { return b == 0u ? 0u : a / b; }
+QD unsigned long long qfloordiv(unsigned long long a, unsigned long long b) {
+    return b == 0ull ? 0ull : a / b;
+}
 
 // ---- op functors (templates over the compute type) -----------------------------------------
 #define QUILL_UNARY(NAME, EXPR) \
@@ -254,7 +273,8 @@ template <class T> QD T qshl(T a, T b) {
 }
 template <class T> QD T qshr(T a, T b) {
     long long n = (long long)b;
-    if (n < 0 || n >= (long long)(8 * sizeof(T))) return (long long)a < 0 ? T(-1) : T(0);
+    // Sign fill; T(-1) < T(0) keeps unsigned types (u64's top bit included) at 0.
+    if (n < 0 || n >= (long long)(8 * sizeof(T))) return (T(-1) < T(0) && (long long)a < 0) ? T(-1) : T(0);
     return T(a >> n);
 }
 

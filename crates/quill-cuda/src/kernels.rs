@@ -37,11 +37,13 @@ pub const SOURCES: &[(&str, &str)] = &[
 ];
 
 /// Every dtype tag, in the order the kernels are stamped.
-pub const TAGS: [&str; 8] = ["f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"];
+pub const TAGS: [&str; 13] = [
+    "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool", "i8", "i16", "u16", "u32", "u64",
+];
 /// Floating-point tags (f16/bf16 compute in f32, f64 in f64).
 pub const FLOAT_TAGS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
 /// Integer tags that have arithmetic kernels (wrapping, as NumPy).
-pub const INT_TAGS: [&str; 3] = ["i32", "i64", "u8"];
+pub const INT_TAGS: [&str; 8] = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"];
 
 /// The elementwise kernel families whose (op, dtype) pairs come from the op tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,11 @@ fn tag_type(d: DType) -> &'static str {
         DType::I64 => "TI64",
         DType::U8 => "TU8",
         DType::Bool => "TBool",
+        DType::I8 => "TI8",
+        DType::I16 => "TI16",
+        DType::U16 => "TU16",
+        DType::U32 => "TU32",
+        DType::U64 => "TU64",
     }
 }
 

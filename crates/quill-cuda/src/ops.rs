@@ -158,6 +158,11 @@ pub fn fill(dst: &mut CudaStorage, ld: &Layout, value: Scalar) -> Result<()> {
         DType::I64 => go!(i64::from_scalar(value)),
         DType::U8 => go!(u8::from_scalar(value)),
         DType::Bool => go!(bool::from_scalar(value) as u8),
+        DType::I8 => go!(i8::from_scalar(value)),
+        DType::I16 => go!(i16::from_scalar(value)),
+        DType::U16 => go!(u16::from_scalar(value)),
+        DType::U32 => go!(u32::from_scalar(value)),
+        DType::U64 => go!(u64::from_scalar(value)),
     }
 }
 

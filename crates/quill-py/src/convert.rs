@@ -40,16 +40,7 @@ impl<T> Q<T> for quill::Result<T> {
 
 /// NumPy's name for a dtype.
 pub fn np_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "float32",
-        DType::F64 => "float64",
-        DType::F16 => "float16",
-        DType::BF16 => "bfloat16",
-        DType::I32 => "int32",
-        DType::I64 => "int64",
-        DType::U8 => "uint8",
-        DType::Bool => "bool",
-    }
+    d.numpy_name()
 }
 
 /// A dtype from a name (`"float32"`, `"f32"`, `"int64"`, ...) or a NumPy dtype / type.
@@ -71,8 +62,8 @@ pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     };
     DType::parse(&name).ok_or_else(|| {
         PyTypeError::new_err(format!(
-            "unsupported dtype '{name}': quill has float32, float64, float16, bfloat16, int32, \
-             int64, uint8 and bool"
+            "unsupported dtype '{name}': quill has float16/32/64, bfloat16, int8/16/32/64, \
+             uint8/16/32/64 and bool"
         ))
     })
 }
@@ -84,7 +75,7 @@ pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
         return obj.extract::<bool>().ok().map(Scalar::B);
     }
     if obj.is_exact_instance_of::<PyInt>() {
-        return obj.extract::<i64>().ok().map(Scalar::I);
+        return obj.extract::<i128>().ok().map(Scalar::I);
     }
     if obj.is_exact_instance_of::<PyFloat>() {
         return obj.extract::<f64>().ok().map(Scalar::F);
@@ -92,10 +83,10 @@ pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     None
 }
 
-/// A Python int beyond i64's range, as the nearest f64 (Python's `float(x)`: an
+/// A Python int beyond i128's range, as the nearest f64 (Python's `float(x)`: an
 /// `OverflowError` past f64's range). `None` for anything else.
 pub fn big_int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
-    if !obj.is_exact_instance_of::<PyInt>() || obj.extract::<i64>().is_ok() {
+    if !obj.is_exact_instance_of::<PyInt>() || obj.extract::<i128>().is_ok() {
         return Ok(None);
     }
     let f = obj
@@ -152,9 +143,8 @@ pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> Py
             ("f", "float64", false) => Some("float32"),
             ("f", "float32" | "float64" | "float16", _) => None,
             ("f", _, _) => Some("float64"),
-            ("i", "int32" | "int64", _) => None,
-            ("i", _, _) | ("u", "uint16" | "uint32", _) => Some("int64"),
-            ("u", "uint8", _) | ("b", _, _) => None,
+            // Every NumPy integer width and bool has its quill dtype.
+            ("i" | "u" | "b", _, _) => None,
             _ => {
                 return Err(PyTypeError::new_err(format!(
                     "cannot make a quill array from NumPy dtype {name}"

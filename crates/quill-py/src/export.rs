@@ -20,6 +20,11 @@ fn format_of(d: DType) -> Option<&'static CStr> {
         DType::I64 => c"q",
         DType::U8 => c"B",
         DType::Bool => c"?",
+        DType::I8 => c"b",
+        DType::I16 => c"h",
+        DType::U16 => c"H",
+        DType::U32 => c"I",
+        DType::U64 => c"Q",
         DType::BF16 => return None,
     })
 }
@@ -233,6 +238,11 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::I64 => (DL_INT, 64),
         DType::U8 => (DL_UINT, 8),
         DType::Bool => (DL_BOOL, 8),
+        DType::I8 => (DL_INT, 8),
+        DType::I16 => (DL_INT, 16),
+        DType::U16 => (DL_UINT, 16),
+        DType::U32 => (DL_UINT, 32),
+        DType::U64 => (DL_UINT, 64),
     };
     DLDataType {
         code,
@@ -251,10 +261,15 @@ fn quill_dtype(t: DLDataType) -> PyResult<DType> {
         (DL_INT, 64, 1) => DType::I64,
         (DL_UINT, 8, 1) => DType::U8,
         (DL_BOOL, 8, 1) => DType::Bool,
+        (DL_INT, 8, 1) => DType::I8,
+        (DL_INT, 16, 1) => DType::I16,
+        (DL_UINT, 16, 1) => DType::U16,
+        (DL_UINT, 32, 1) => DType::U32,
+        (DL_UINT, 64, 1) => DType::U64,
         (code, bits, lanes) => {
             return Err(PyTypeError::new_err(format!(
                 "from_dlpack: quill has no dtype for DLPack type code {code}, {bits} bits, {lanes} \
-                 lane(s); it has float16/32/64, bfloat16, int32, int64, uint8 and bool"
+                 lane(s); it has float16/32/64, bfloat16, int8/16/32/64, uint8/16/32/64 and bool"
             )))
         }
     })

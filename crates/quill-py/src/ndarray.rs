@@ -884,18 +884,18 @@ impl PyNDArray {
             let v = self.inner.item::<f64>().q()?;
             return pyo3::types::PyFloat::new(py, v).call_method0("__int__");
         }
-        self.inner.item::<i64>().q()?.into_bound_py_any(py)
+        self.int_item()?.into_bound_py_any(py)
     }
     /// `operator.index(x)`: integer arrays only, as NumPy.
-    fn __index__(&self) -> PyResult<i64> {
-        if !matches!(self.inner.dtype(), DType::I32 | DType::I64 | DType::U8) {
+    fn __index__(&self) -> PyResult<i128> {
+        if !self.inner.dtype().is_int() {
             return Err(PyTypeError::new_err(format!(
                 "only integer arrays can be used as an index, not {}",
                 self.inner.dtype()
             )));
         }
         self.one("index")?;
-        self.inner.item::<i64>().q()
+        self.int_item()
     }
     fn __pos__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.deep_copy().q()?))
@@ -950,5 +950,14 @@ impl PyNDArray {
             )));
         }
         Ok(())
+    }
+
+    /// The one element of an integer (or bool) array as an exact integer: u64 values past
+    /// i64's range included.
+    fn int_item(&self) -> PyResult<i128> {
+        if self.inner.dtype() == quill::DType::U64 {
+            return Ok(self.inner.item::<u64>().q()? as i128);
+        }
+        Ok(self.inner.item::<i64>().q()? as i128)
     }
 }

@@ -304,7 +304,8 @@ def test_mask_errors_and_scalar_conversions():
     assert xp.where(xp.asarray([True]), 1, xp.asarray([2], dtype=xp.uint8)).dtype == "uint8"
     assert xp.linspace(0, 1, num=0).shape == (0,)
     info = xp.__array_namespace_info__()
-    assert info.dtypes(kind="integral") == {"uint8": "uint8", "int32": "int32", "int64": "int64"}
+    ints = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    assert info.dtypes(kind="integral") == {n: n for n in ints}
     assert info.capabilities()["boolean indexing"]
 
 

@@ -218,8 +218,8 @@ def test_len_of_zero_dim(a):
 def test_unsupported_numpy_dtypes():
     with pytest.raises(TypeError, match="cannot make a quill array from NumPy dtype complex128"):
         NDArray(np.array([1 + 2j]))
-    with pytest.raises(TypeError, match="cannot make a quill array from NumPy dtype uint64"):
-        NDArray(np.array([1], np.uint64))
+    with pytest.raises(TypeError, match="cannot make a quill array from NumPy dtype complex64"):
+        NDArray(np.array([1], np.complex64))
     with pytest.raises(TypeError, match="cannot make a quill array from NumPy dtype str"):
         NDArray(np.array(["a"]))
     with pytest.raises(TypeError, match="cannot make a quill array from NumPy dtype object"):
@@ -227,14 +227,14 @@ def test_unsupported_numpy_dtypes():
 
 
 def test_unsupported_dtype_names(a):
-    with pytest.raises(TypeError, match="unsupported dtype 'complex64': quill has float32, float64"):
+    with pytest.raises(TypeError, match="unsupported dtype 'complex64': quill has float16/32/64"):
         NDArray(np.ones(2), dtype="complex64")
     with pytest.raises(TypeError, match="unsupported dtype 'complex64'"):
         a.astype(np.complex64)
-    with pytest.raises(TypeError, match="unsupported dtype 'int16'"):
-        a.astype("int16")
+    with pytest.raises(TypeError, match="unsupported dtype 'int128'"):
+        a.astype("int128")
     with pytest.raises(TypeError, match="unsupported dtype"):
-        NDArray.make((2,), dtype="uint32")
+        NDArray.make((2,), dtype="complex128")
 
 
 def test_bad_operands(a):
@@ -350,7 +350,7 @@ BAD_CALLS = [
     "a + NDArray(np.ones(4))", "a @ a", "a @ 2", "a[9]", "a[::0]", "a[0, 0, 0]", "a[..., ...]",
     "a[1.5]", "a[2**70]", "a.sum(9)", "a.sum((0, 0))", "a.broadcast_to((5,))",
     "a.broadcast_to((-3, 3))", "a.reshape(7)", "a.reshape(-1, -1)", "a.permute(0, 0)",
-    "a.permute()", "a.flip(7)", "NDArray(np.array([1j]))", "a.astype('int16')", "NDArray(np.arange(3)) + 2**70",
+    "a.permute()", "a.flip(7)", "NDArray(np.array([1j]))", "a.astype('int128')", "NDArray(np.arange(3)) + 2**70",
     "NDArray.make((2, 3), (3, 1), handle=a, offset=5)", "NDArray.make((3,), (-1,))",
     "NDArray(np.ones(2), device=cuda(7))", "a.broadcast_to((4, 2, 3)).fill(1.0)",
     "a.__setitem__(0, np.ones(5))", "NDArray(np.ones((0, 2))).max()",

@@ -234,8 +234,7 @@ def test_tensors_export_their_values():
 
 
 def test_from_dlpack_rejects_dtypes_quill_lacks():
-    for x in [np.arange(3, dtype=np.int16), np.arange(3, dtype=np.uint32),
-              np.ones(2, dtype=np.complex64)]:
+    for x in [np.ones(2, dtype=np.complex64), np.ones(2, dtype=np.complex128)]:
         with pytest.raises(TypeError, match="from_dlpack"):
             quill.from_dlpack(x)
     with pytest.raises(AttributeError):

@@ -13,10 +13,10 @@ pub fn offsets_of(a: &NDArray) -> Vec<usize> {
     naive_offsets(a.shape(), a.strides(), a.offset())
 }
 
-/// A value of `T` that identifies `id` (exact for ids below 256 in every dtype but bool, and
-/// below 2^24 in f32 / i32 / f64 / i64).
+/// A value of `T` that identifies `id` (exact for ids below 128 in every dtype but bool, below
+/// 256 in all but i8, and below 2^24 in f32 / i32 / u32 / f64 / i64 / u64).
 pub fn from_id<T: Element>(id: usize) -> T {
-    T::from_scalar(Scalar::I(id as i64))
+    T::from_scalar(Scalar::I(id as i128))
 }
 
 /// `n` pseudo-random values of `T` (bool: a random pattern; floats: multiples of 0.25 in
@@ -25,9 +25,13 @@ pub fn random_values<T: Element>(rng: &mut Prng, n: usize) -> Vec<T> {
     (0..n)
         .map(|_| match T::DTYPE {
             DType::Bool => T::from_scalar(Scalar::B(rng.chance(0.5))),
-            DType::U8 => T::from_scalar(Scalar::I(rng.below(256) as i64)),
+            DType::U8 => T::from_scalar(Scalar::I(rng.below(256) as i128)),
+            DType::I8 => T::from_scalar(Scalar::I(rng.int(-128, 127) as i128)),
+            // Non-negative and below 2^17: exact in an f64 reference, sums included.
+            d if d.is_unsigned_int() => T::from_scalar(Scalar::I(rng.below(100_000) as i128)),
             d if d.is_float() => T::from_scalar(Scalar::F(rng.int(-100, 100) as f64 * 0.25)),
-            _ => T::from_scalar(Scalar::I(rng.int(-100_000i64, 100_000))),
+            // Wraps into the narrow types' range: any bit pattern is a valid value there.
+            _ => T::from_scalar(Scalar::I(rng.int(-100_000i64, 100_000) as i128)),
         })
         .collect()
 }

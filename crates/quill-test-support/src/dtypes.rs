@@ -4,7 +4,7 @@
 use quill_core::DType;
 
 /// Every dtype, in `DType::ALL`'s order.
-pub const ALL_DTYPES: [DType; 8] = DType::ALL;
+pub const ALL_DTYPES: [DType; 13] = DType::ALL;
 
 /// Calls `$body` with `$T` bound to the Rust element type of `$dtype`.
 #[macro_export]
@@ -42,6 +42,26 @@ macro_rules! with_dtype {
             }
             __qc::DType::Bool => {
                 type $T = bool;
+                $body
+            }
+            __qc::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            __qc::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            __qc::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            __qc::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            __qc::DType::U64 => {
+                type $T = u64;
                 $body
             }
         }

@@ -25,8 +25,8 @@ pub mod tensor;
 pub use quill_array::cuda;
 pub use quill_array::{device, ndarray, Device, NDArray, Pinned};
 pub use quill_core::{
-    bf16, f16, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout, NewAxis, ReduceOp,
-    Result, Scalar, SliceArg, UnaryOp,
+    bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,
+    NewAxis, ReduceOp, Result, Scalar, SliceArg, UnaryOp,
 };
 pub use quill_cpu::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,

@@ -248,7 +248,7 @@ fn run_set<T: CpuElement>(seed: u64, scalar: bool) {
     let ctx = format!("set {args:?} on {shape:?}");
     let mut mirror = init.clone();
     if scalar {
-        let v = T::from_scalar(Scalar::I(rng.int(-50, 50) as i64));
+        let v = T::from_scalar(Scalar::I(rng.int(-50, 50) as i128));
         for &o in &dst_table.vals {
             mirror[o] = v;
         }

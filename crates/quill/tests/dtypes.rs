@@ -66,7 +66,7 @@ fn specials<T: CpuElement>() -> Vec<T> {
     let mut v: Vec<T> = floats
         .iter()
         .map(|&x| T::from_scalar(Scalar::F(x)))
-        .chain(ints.iter().map(|&i| T::from_scalar(Scalar::I(i))))
+        .chain(ints.iter().map(|&i| T::from_scalar(Scalar::I(i as i128))))
         .collect();
     assert_eq!(v.len(), 48);
     if T::DTYPE == DType::Bool {
@@ -211,7 +211,15 @@ fn compact_assign_fill<T: CpuElement>(seed: u64) {
         // NumPy 2's setitem refuses what the dtype cannot hold (NaN into an integer, a negative
         // or too large integer into u8) and writes nothing; `full` casts like astype.
         let fits = match (d, value) {
-            (DType::U8, Scalar::I(v)) => (0..=255).contains(&v),
+            (d, Scalar::I(v)) if d.is_int() => {
+                let bits = 8 * d.size_in_bytes() as u32;
+                let (lo, hi) = if d.is_signed_int() {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                (lo..=hi).contains(&v)
+            }
             (d, Scalar::F(x)) if d.is_int() => !x.is_nan(),
             _ => true,
         };

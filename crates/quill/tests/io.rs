@@ -68,7 +68,16 @@ fn bytes_of(a: &NDArray) -> Vec<u8> {
             .iter()
             .map(|&x| x as u8)
             .collect(),
+        DType::I8 => le(a.to_vec::<i8>().unwrap(), i8::to_le_bytes),
+        DType::I16 => le(a.to_vec::<i16>().unwrap(), i16::to_le_bytes),
+        DType::U16 => le(a.to_vec::<u16>().unwrap(), u16::to_le_bytes),
+        DType::U32 => le(a.to_vec::<u32>().unwrap(), u32::to_le_bytes),
+        DType::U64 => le(a.to_vec::<u64>().unwrap(), u64::to_le_bytes),
     }
+}
+
+fn le<T, const N: usize>(v: Vec<T>, f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.into_iter().flat_map(f).collect()
 }
 
 fn assert_same(got: &NDArray, want: &NDArray, what: &str) {
@@ -116,6 +125,24 @@ fn sample(dtype: DType, n: usize) -> NDArray {
         ),
         DType::U8 => NDArray::from_vec((0..n).map(|i| (i * 37 + 255) as u8).collect(), &[n]),
         DType::Bool => NDArray::from_vec((0..n).map(|i| i % 3 == 1).collect(), &[n]),
+        // The narrow and unsigned widths: their limits, then a spread of bit patterns.
+        d => {
+            let bits = 8 * d.size_in_bytes() as u32;
+            let (lo, hi) = if d.is_signed_int() {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            } else {
+                (0, (1i128 << bits) - 1)
+            };
+            let vals: Vec<i128> = [lo, hi, 0, 1]
+                .into_iter()
+                .chain((0..n as i128).map(|i| i * 0x9E37_79B9 + lo))
+                .take(n)
+                .collect();
+            quill_test_support::with_dtype!(d, T => NDArray::from_vec(
+                vals.iter().map(|&x| <T as quill::Element>::from_scalar(quill::Scalar::I(x))).collect::<Vec<T>>(),
+                &[n],
+            ))
+        }
     }
     .unwrap()
 }
@@ -189,7 +216,10 @@ fn round_trip_every_dtype_and_metadata() {
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["t_i64", "t_f64", "t_f32", "t_i32", "t_bf16", "t_f16", "t_u8", "t_bool"]
+        [
+            "t_u64", "t_i64", "t_f64", "t_f32", "t_u32", "t_i32", "t_bf16", "t_f16", "t_u16",
+            "t_i16", "t_i8", "t_u8", "t_bool"
+        ]
     );
     // No temporary file is left behind.
     let left: Vec<_> = fs::read_dir(&dir)
@@ -325,6 +355,11 @@ fn reference_crate_reads_our_files_byte_for_byte() {
         DType::I64 => Dtype::I64,
         DType::U8 => Dtype::U8,
         DType::Bool => Dtype::BOOL,
+        DType::I8 => Dtype::I8,
+        DType::I16 => Dtype::I16,
+        DType::U16 => Dtype::U16,
+        DType::U32 => Dtype::U32,
+        DType::U64 => Dtype::U64,
     };
     for (name, a) in &tensors {
         let v = st.tensor(name).unwrap();
@@ -404,6 +439,22 @@ fn we_read_the_reference_crates_files() {
         ("i64".into(), Dtype::I64, vec![2, 0], vec![]),
         ("u8".into(), Dtype::U8, vec![4], vec![0, 1, 128, 255]),
         ("bool".into(), Dtype::BOOL, vec![3], vec![1, 0, 1]),
+        ("i8".into(), Dtype::I8, vec![2], vec![0x80, 0x7f]),
+        (
+            "u16".into(),
+            Dtype::U16,
+            vec![2],
+            [1u16, u16::MAX]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+        ),
+        (
+            "u64".into(),
+            Dtype::U64,
+            vec![1],
+            u64::MAX.to_le_bytes().to_vec(),
+        ),
     ];
     let views: Vec<(String, TensorView<'_>)> = data
         .iter()
@@ -429,21 +480,20 @@ fn we_read_the_reference_crates_files() {
     );
     assert_eq!(by_name["i32"].to_vec::<i32>().unwrap(), [i32::MIN, 42]);
 
+    assert_eq!(by_name["u64"].to_vec::<u64>().unwrap(), [u64::MAX]);
+    assert_eq!(by_name["i8"].to_vec::<i8>().unwrap(), [i8::MIN, i8::MAX]);
+
     // A dtype quill lacks is an error naming the file, the tensor and the dtype.
-    let u16s = [1u16, 2];
-    let b: Vec<u8> = u16s.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let bad = dir.join("u16.safetensors");
+    let c = [0u8; 8];
+    let bad = dir.join("c64.safetensors");
     safetensors::serialize_to_file(
-        [(
-            "half_ints",
-            TensorView::new(Dtype::U16, vec![2], &b).unwrap(),
-        )],
+        [("pairs", TensorView::new(Dtype::C64, vec![1], &c).unwrap())],
         None,
         &bad,
     )
     .unwrap();
     let msg = load_err(&bad);
-    assert!(msg.contains("U16") && msg.contains("half_ints"), "{msg}");
+    assert!(msg.contains("C64") && msg.contains("pairs"), "{msg}");
 }
 
 #[test]

@@ -331,7 +331,7 @@ fn fill_of_large_permuted_and_stepped_views() {
                 base.flip(&[0, 2]).unwrap(),
             ];
             for (k, v) in views.iter().enumerate() {
-                let value = T::from_scalar(quill::Scalar::I(k as i64 + 1));
+                let value = T::from_scalar(quill::Scalar::I(k as i128 + 1));
                 v.assign_scalar(value.to_scalar()).unwrap();
                 for o in offsets_of(v) {
                     mirror[o] = value;

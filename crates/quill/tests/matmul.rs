@@ -3,7 +3,7 @@
 //! tiles of every micro-kernel, deep and wide products (several cache blocks), 1-D operands,
 //! batch broadcasting, operands of any strides, empty dims, every dtype, and the errors.
 
-use quill::{s, DType, NDArray};
+use quill::{s, DType, Element, NDArray};
 use quill_cpu::matmul::{with_kernel, Kernel};
 use quill_test_support::Prng;
 
@@ -107,11 +107,8 @@ fn check(a: &NDArray, b: &NDArray, ctx: &str) {
             reference(&i64s(a), a.shape(), &i64s(b), b.shape(), 0, mac)
         };
         assert_eq!(got.shape(), &shape[..], "{ctx}");
-        let wrap = |v: i64| match dt {
-            DType::I32 => v as i32 as i64,
-            DType::U8 => v as u8 as i64,
-            _ => v,
-        };
+        // The i64 sum wrapped to the width (and read back as i64, as `i64s` reads `got`).
+        let wrap = |v: i64| quill_test_support::with_dtype!(dt, T => T::from_scalar(quill::Scalar::I(v as i128)).cast::<i64>());
         let want: Vec<i64> = want.into_iter().map(wrap).collect();
         assert_eq!(i64s(&got), want, "{ctx}");
     }

@@ -51,6 +51,8 @@ fn float_or_f64(d: DType) -> DType {
 
 fn result_dtype(op: Op, d: DType) -> DType {
     match op {
+        // NumPy on 64-bit Linux: unsigned sums are uint64, bool and signed ones int64.
+        Op::Sum | Op::Prod if d.is_unsigned_int() => DType::U64,
         Op::Sum | Op::Prod if !d.is_float() => DType::I64,
         Op::Sum | Op::Prod | Op::Max | Op::Min => d,
         Op::Any | Op::All => DType::Bool,
@@ -212,9 +214,9 @@ fn data<T: Element>(rng: &mut Prng, n: usize, small: bool) -> Vec<T> {
     (0..n)
         .map(|_| match T::DTYPE {
             DType::Bool => T::from_scalar(Scalar::B(rng.chance(0.7))),
-            DType::U8 => T::from_scalar(Scalar::I(rng.below(3) as i64)),
+            d if d.is_unsigned_int() => T::from_scalar(Scalar::I(rng.below(3) as i128)),
             d if d.is_float() => T::from_f64([-2.0, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0][rng.below(7)]),
-            _ => T::from_scalar(Scalar::I(rng.int(-2, 2) as i64)),
+            _ => T::from_scalar(Scalar::I(rng.int(-2, 2) as i128)),
         })
         .collect()
 }

@@ -24,6 +24,11 @@ pub(crate) fn cpu_bytes(s: &CpuStorage) -> Vec<u8> {
         CpuStorage::BF16(v) => le(v, |x| x.to_bits().to_le_bytes()),
         CpuStorage::I32(v) => le(v, i32::to_le_bytes),
         CpuStorage::I64(v) => le(v, i64::to_le_bytes),
+        CpuStorage::I8(v) => le(v, i8::to_le_bytes),
+        CpuStorage::I16(v) => le(v, i16::to_le_bytes),
+        CpuStorage::U16(v) => le(v, u16::to_le_bytes),
+        CpuStorage::U32(v) => le(v, u32::to_le_bytes),
+        CpuStorage::U64(v) => le(v, u64::to_le_bytes),
     }
 }
 
@@ -40,6 +45,11 @@ pub(crate) fn cpu_from_bytes(b: &[u8], dtype: DType) -> CpuStorage {
         DType::F64 => CpuStorage::F64(chunks(b).map(f64::from_le_bytes).collect()),
         DType::I32 => CpuStorage::I32(chunks(b).map(i32::from_le_bytes).collect()),
         DType::I64 => CpuStorage::I64(chunks(b).map(i64::from_le_bytes).collect()),
+        DType::I8 => CpuStorage::I8(chunks(b).map(i8::from_le_bytes).collect()),
+        DType::I16 => CpuStorage::I16(chunks(b).map(i16::from_le_bytes).collect()),
+        DType::U16 => CpuStorage::U16(chunks(b).map(u16::from_le_bytes).collect()),
+        DType::U32 => CpuStorage::U32(chunks(b).map(u32::from_le_bytes).collect()),
+        DType::U64 => CpuStorage::U64(chunks(b).map(u64::from_le_bytes).collect()),
         DType::F16 => CpuStorage::F16(
             chunks(b)
                 .map(|c| half::f16::from_bits(u16::from_le_bytes(c)))

@@ -69,7 +69,20 @@ impl NDArray {
         value: impl Into<Scalar>,
         reversed: bool,
     ) -> Result<NDArray> {
-        let s = scalar_array(op, self.dtype, value.into())?;
+        let value = value.into();
+        if let Some(side) = out_of_range_comparison(op, self.dtype, value) {
+            // The answer is the same for every element: the integer lies past every value of
+            // the dtype (NumPy 2 compares exactly; a cast of the integer would wrap).
+            let side = if reversed { -side } else { side };
+            let truth = match op {
+                BinaryOp::Eq => false,
+                BinaryOp::Ne => true,
+                BinaryOp::Lt | BinaryOp::Le => side < 0,
+                _ => side > 0,
+            };
+            return NDArray::full(self.shape(), truth, DType::Bool);
+        }
+        let s = scalar_array(op, self.dtype, value)?;
         if reversed {
             s.binary(op, self)
         } else {
@@ -171,7 +184,7 @@ fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray, out_numel: usi
     if op != BinaryOp::Pow || !op.compute_dtype(base, exponent.dtype)?.is_int() {
         return Ok(());
     }
-    if !matches!(exponent.dtype, DType::I32 | DType::I64) || out_numel == 0 {
+    if !exponent.dtype.is_signed_int() || out_numel == 0 {
         return Ok(());
     }
     let lowest = exponent.min(None, false)?.item::<i64>()?;
@@ -187,20 +200,37 @@ fn check_int_power(op: BinaryOp, base: DType, exponent: &NDArray, out_numel: usi
     Ok(())
 }
 
+/// For a comparison of an integer (or bool) array with an integer outside the range of the
+/// dtype it computes in: the sign of `element - value`, the same for every element (`1` when
+/// the value lies below the range, `-1` above); else `None`.
+fn out_of_range_comparison(op: BinaryOp, array: DType, s: Scalar) -> Option<i8> {
+    let (Scalar::I(v), true) = (s, op.is_comparison()) else {
+        return None;
+    };
+    let computes_in = promote_with_scalar(array, s);
+    let (lo, hi) = quill_core::promote::int_range(computes_in)?;
+    if v < lo {
+        Some(1)
+    } else if v > hi {
+        Some(-1)
+    } else {
+        None
+    }
+}
+
 /// The rank-0 array a weak scalar becomes next to an array of dtype `array`.
 fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
     let mut dtype = promote_with_scalar(array, s);
+    if op == BinaryOp::Pow && array == DType::Bool && s == Scalar::I(2) {
+        // NumPy turns `x ** 2` into `square(x)`, whose bool loop is its int8 one.
+        dtype = DType::I8;
+    }
     if op.kind() == BinaryKind::Float && dtype.is_int() {
         // A float op (true divide, atan2) converts integer operands to its float dtype first,
         // so NumPy takes any Python int there: u8_array / -1 is -0.0, not an OverflowError.
         dtype = op.compute_dtype(dtype, dtype)?;
     }
-    if let (Scalar::I(v), true) = (s, dtype.is_int()) {
-        let (lo, hi) = match dtype {
-            DType::U8 => (0, u8::MAX as i64),
-            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-            _ => (i64::MIN, i64::MAX),
-        };
+    if let (Scalar::I(v), Some((lo, hi))) = (s, quill_core::promote::int_range(dtype)) {
         if v < lo || v > hi {
             if !op.is_comparison() {
                 return Err(Error::ValueOutOfRange {

@@ -7,12 +7,12 @@
 use super::{NDArray, Reads};
 use crate::backend::{colocate, Storage};
 use quill_core::shape::{broadcast_shapes, normalize_axis};
-use quill_core::{Along, DType, Error, Layout, Result, SliceArg};
+use quill_core::{Along, Error, Layout, Result, SliceArg};
 use quill_cpu::index::index_dtype_error;
 
 fn check_index_dtype(op: &'static str, index: &NDArray) -> Result<()> {
     match index.dtype() {
-        DType::I32 | DType::I64 | DType::U8 => Ok(()),
+        d if d.is_int() => Ok(()),
         d => Err(index_dtype_error(op, d)),
     }
 }

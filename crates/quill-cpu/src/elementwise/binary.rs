@@ -194,7 +194,7 @@ macro_rules! int_kernel {
         }
     )*};
 }
-int_kernel!(i32, i64, u8);
+int_kernel!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// Integer power by squaring, wrapping. A negative exponent (which NumPy rejects for integer
 /// arrays) gives the truncated exact result: 1 for base 1, +-1 for base -1, else 0.
@@ -220,12 +220,22 @@ macro_rules! int_pow_impl {
                         _ => 0,
                     };
                 }
-                self.wrapping_pow((e as i64).min(u32::MAX as i64) as u32)
+                // Square and multiply over all 64 bits of the exponent (wrapping_pow takes a
+                // u32, which would cut large u64/i64 exponents).
+                let (mut base, mut e, mut r) = (self, e as u64, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        r = r.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                r
             }
         }
     )*};
 }
-int_pow_impl!(i32, i64, u8);
+int_pow_impl!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl BinaryKernel for bool {
     fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()> {

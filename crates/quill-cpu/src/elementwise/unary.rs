@@ -143,6 +143,11 @@ macro_rules! int_kernel {
 int_kernel!(i32, |x: i32| x.wrapping_abs(), |x: i32| x.signum());
 int_kernel!(i64, |x: i64| x.wrapping_abs(), |x: i64| x.signum());
 int_kernel!(u8, |x: u8| x, |x: u8| x.min(1));
+int_kernel!(i8, |x: i8| x.wrapping_abs(), |x: i8| x.signum());
+int_kernel!(i16, |x: i16| x.wrapping_abs(), |x: i16| x.signum());
+int_kernel!(u16, |x: u16| x, |x: u16| x.min(1));
+int_kernel!(u32, |x: u32| x, |x: u32| x.min(1));
+int_kernel!(u64, |x: u64| x, |x: u64| x.min(1));
 
 impl UnaryKernel for bool {
     fn unary(

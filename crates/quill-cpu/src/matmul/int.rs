@@ -30,7 +30,7 @@ macro_rules! int_acc {
         }
     )*};
 }
-int_acc!(i32, i64, u8);
+int_acc!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl Accumulate for bool {
     type Acc = bool;

@@ -150,6 +150,11 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
         (S::I32(x), S::I32(y), S::I32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::I64(x), S::I64(y), S::I64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::U8(x), S::U8(y), S::U8(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::I8(x), S::I8(y), S::I8(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::I16(x), S::I16(y), S::I16(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::U16(x), S::U16(y), S::U16(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::U32(x), S::U32(y), S::U32(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
+        (S::U64(x), S::U64(y), S::U64(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         (S::Bool(x), S::Bool(y), S::Bool(o)) => int::matmul(x, &mats(a_l, b_l), y, o, &d),
         _ => unreachable!("dtypes checked above; the output takes the inputs' dtype"),
     }

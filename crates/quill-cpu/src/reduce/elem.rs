@@ -1,5 +1,5 @@
 //! The numeric vocabulary of the reduction kernels: `RElem` maps each stored element type to its
-//! accumulators (NumPy's rules: sums of ints and bool widen to i64, f16/bf16 accumulate in f32,
+//! accumulators (NumPy's rules: sums of signed ints and bool widen to i64, of unsigned to u64, f16/bf16 accumulate in f32,
 //! means and variances of ints are f64), and `Num` / `Flt` are the few operations the kernels
 //! need on those accumulators.
 
@@ -93,7 +93,7 @@ macro_rules! float_acc {
 float_acc!(f32);
 float_acc!(f64);
 
-/// An element type the reductions accept (all eight dtypes).
+/// An element type the reductions accept (every dtype).
 pub trait RElem: CpuElement + PartialOrd {
     /// Sum / product accumulator.
     type S: Num;
@@ -280,14 +280,86 @@ relem!(
     |b| b,
     |z| z != 0
 );
+// Unsigned sums and products accumulate in wrapping i64 and come out as u64 (NumPy's uint64):
+// the low 64 bits are the same either way.
 relem!(
     u8,
     i64,
-    i64,
+    u64,
     f64,
     f64,
     u8::MIN,
     u8::MAX,
+    |x| x as i64,
+    |a| a as u64,
+    |y| y as f64,
+    |b| b,
+    |z| z != 0
+);
+relem!(
+    u16,
+    i64,
+    u64,
+    f64,
+    f64,
+    u16::MIN,
+    u16::MAX,
+    |x| x as i64,
+    |a| a as u64,
+    |y| y as f64,
+    |b| b,
+    |z| z != 0
+);
+relem!(
+    u32,
+    i64,
+    u64,
+    f64,
+    f64,
+    u32::MIN,
+    u32::MAX,
+    |x| x as i64,
+    |a| a as u64,
+    |y| y as f64,
+    |b| b,
+    |z| z != 0
+);
+relem!(
+    u64,
+    i64,
+    u64,
+    f64,
+    f64,
+    u64::MIN,
+    u64::MAX,
+    |x| x as i64,
+    |a| a as u64,
+    |y| y as f64,
+    |b| b,
+    |z| z != 0
+);
+relem!(
+    i8,
+    i64,
+    i64,
+    f64,
+    f64,
+    i8::MIN,
+    i8::MAX,
+    |x| x as i64,
+    |a| a,
+    |y| y as f64,
+    |b| b,
+    |z| z != 0
+);
+relem!(
+    i16,
+    i64,
+    i64,
+    f64,
+    f64,
+    i16::MIN,
+    i16::MAX,
     |x| x as i64,
     |a| a,
     |y| y as f64,

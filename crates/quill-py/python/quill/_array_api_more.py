@@ -13,18 +13,20 @@ import numpy as _np
 from ._native import NDArray
 from .array_api import (
     _BY_NAME, _arr, abs, arange, asarray, bool, concat, equal, exp, float16, float32, float64,
-    int32, int64, isinf, log1p, logical_or, matmul, maximum, minimum, multiply, not_equal,
-    sqrt, uint8, where, zeros, zeros_like,
+    int8, int16, int32, int64, isinf, log1p, logical_or, matmul, maximum, minimum, multiply,
+    not_equal, sqrt, uint8, uint16, uint32, uint64, where, zeros, zeros_like,
 )
 
+_SIGNED = (int8, int16, int32, int64)
+_UNSIGNED = (uint8, uint16, uint32, uint64)
 _KINDS = {
     "bool": (bool,),
-    "signed integer": (int32, int64),
-    "unsigned integer": (uint8,),
-    "integral": (uint8, int32, int64),
+    "signed integer": _SIGNED,
+    "unsigned integer": _UNSIGNED,
+    "integral": _SIGNED + _UNSIGNED,
     "real floating": (float16, float32, float64),
     "complex floating": (),
-    "numeric": (uint8, int32, int64, float16, float32, float64),
+    "numeric": _SIGNED + _UNSIGNED + (float16, float32, float64),
 }
 
 

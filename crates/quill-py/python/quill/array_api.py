@@ -40,9 +40,12 @@ class _DType:
 
 
 bool = _DType("bool")  # noqa: A001 - the standard's names
-uint8, int32, int64 = _DType("uint8"), _DType("int32"), _DType("int64")
+int8, int16, int32, int64 = _DType("int8"), _DType("int16"), _DType("int32"), _DType("int64")
+uint8, uint16, uint32, uint64 = (_DType("uint8"), _DType("uint16"), _DType("uint32"),
+                                 _DType("uint64"))
 float16, float32, float64 = _DType("float16"), _DType("float32"), _DType("float64")
-_BY_NAME = {d.name: d for d in [bool, uint8, int32, int64, float16, float32, float64]}
+_BY_NAME = {d.name: d for d in [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                                float16, float32, float64]}
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 
 

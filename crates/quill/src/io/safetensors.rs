@@ -47,6 +47,11 @@ fn to_st(d: DType) -> Dtype {
         DType::I64 => Dtype::I64,
         DType::U8 => Dtype::U8,
         DType::Bool => Dtype::BOOL,
+        DType::I8 => Dtype::I8,
+        DType::I16 => Dtype::I16,
+        DType::U16 => Dtype::U16,
+        DType::U32 => Dtype::U32,
+        DType::U64 => Dtype::U64,
     }
 }
 
@@ -60,6 +65,11 @@ fn from_st(d: Dtype) -> Option<DType> {
         Dtype::I64 => DType::I64,
         Dtype::U8 => DType::U8,
         Dtype::BOOL => DType::Bool,
+        Dtype::I8 => DType::I8,
+        Dtype::I16 => DType::I16,
+        Dtype::U16 => DType::U16,
+        Dtype::U32 => DType::U32,
+        Dtype::U64 => DType::U64,
         _ => return None,
     })
 }
@@ -75,6 +85,11 @@ pub(super) fn st_name(d: DType) -> &'static str {
         DType::I64 => "I64",
         DType::U8 => "U8",
         DType::Bool => "BOOL",
+        DType::I8 => "I8",
+        DType::I16 => "I16",
+        DType::U16 => "U16",
+        DType::U32 => "U32",
+        DType::U64 => "U64",
     }
 }
 
@@ -86,7 +101,8 @@ fn bad_file(path: &Path, msg: impl std::fmt::Display) -> Error {
 /// there atomically (see the module docs): a crash mid-save leaves the previous checkpoint
 /// intact.
 ///
-/// Every dtype is stored as its own safetensors dtype (F32, F64, F16, BF16, I32, I64, U8, BOOL),
+/// Every dtype is stored as its own safetensors dtype (F32, F64, F16, BF16, I8, I16, I32, I64,
+/// U8, U16, U32, U64, BOOL),
 /// little-endian, in C order; views of any layout are compacted one at a time while writing.
 /// Tensors are laid out as the reference implementation lays them out (by decreasing dtype
 /// alignment, then by name), so every tensor's data is aligned for readers that map the file;
@@ -238,6 +254,11 @@ pub(super) fn write_tensor(w: &mut (impl Write + ?Sized), a: &NDArray) -> io::Re
         DType::I64 => a.with_host_slice(|v| write_le(w, v, i64::to_le_bytes)),
         DType::U8 => a.with_host_slice(|v: &[u8]| w.write_all(v)),
         DType::Bool => a.with_host_slice(|v| write_le(w, v, |x: bool| [x as u8])),
+        DType::I8 => a.with_host_slice(|v| write_le(w, v, i8::to_le_bytes)),
+        DType::I16 => a.with_host_slice(|v| write_le(w, v, i16::to_le_bytes)),
+        DType::U16 => a.with_host_slice(|v| write_le(w, v, u16::to_le_bytes)),
+        DType::U32 => a.with_host_slice(|v| write_le(w, v, u32::to_le_bytes)),
+        DType::U64 => a.with_host_slice(|v| write_le(w, v, u64::to_le_bytes)),
     }
     .map_err(other)?
 }
@@ -421,6 +442,11 @@ fn decode(dtype: DType, bytes: &[u8], shape: &[usize]) -> Result<NDArray> {
         DType::U8 => NDArray::from_vec(bytes.to_vec(), shape),
         // Any non-zero byte is true: a bool never takes another bit pattern in memory.
         DType::Bool => NDArray::from_vec(bytes.iter().map(|&b| b != 0).collect(), shape),
+        DType::I8 => NDArray::from_vec(read_le(bytes, i8::from_le_bytes), shape),
+        DType::I16 => NDArray::from_vec(read_le(bytes, i16::from_le_bytes), shape),
+        DType::U16 => NDArray::from_vec(read_le(bytes, u16::from_le_bytes), shape),
+        DType::U32 => NDArray::from_vec(read_le(bytes, u32::from_le_bytes), shape),
+        DType::U64 => NDArray::from_vec(read_le(bytes, u64::from_le_bytes), shape),
     }
 }
 

@@ -182,17 +182,23 @@ pub fn draw(rng: &mut Prng, dtype: DType, n: usize, how: Draw) -> Vec<f64> {
             }
             (_, Draw::Exact) if float => rng.int(-100, 100) as f64 * 0.25,
             (DType::U8, Draw::Exact) => rng.below(256) as f64,
+            // Unsigned values stay small and non-negative: the f64 reference holds them (and
+            // their wrapped results) exactly as the array does.
+            (d, Draw::Exact) if d.is_unsigned_int() => rng.below(100_000) as f64,
             (_, Draw::Exact) => rng.int(-100_000, 100_000) as f64,
             (_, Draw::Pow2) if float => {
                 [0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 1.0, 2.0, -1.0][rng.below(10)]
             }
-            (DType::U8, Draw::Pow2) => rng.int(0, 2) as f64,
+            (d, Draw::Pow2) if d.is_unsigned_int() => rng.int(0, 2) as f64,
             (_, Draw::Pow2) => rng.int(-2, 2) as f64,
-            (DType::U8, Draw::Small) => rng.below(4) as f64,
+            (d, Draw::Small) if d.is_unsigned_int() => rng.below(4) as f64,
             (_, Draw::Small) if float => rng.int(-3, 3) as f64 * 0.5,
             (_, Draw::Small) => rng.int(0, 3) as f64,
+            // Wider unsigned counts stay non-negative: -2 as u64 is past f64's exact range.
+            (d, Draw::Shift) if d.is_unsigned_int() && d != DType::U8 => rng.int(0, 70) as f64,
             (_, Draw::Shift) if !float => rng.int(-2, 40) as f64,
             (DType::U8, _) => rng.below(256) as f64,
+            (d, _) if d.is_unsigned_int() => rng.below(1000) as f64,
             (_, _) if !float => rng.int(-1000, 1000) as f64,
             (_, _) => match rng.below(40) {
                 0 => f64::NAN,

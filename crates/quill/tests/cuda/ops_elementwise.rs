@@ -90,12 +90,8 @@ fn naive_binary(op: BinaryOp, compute: DType, result: DType, x: f64, y: f64) -> 
                 0.0
             };
         }
-        let v = op.eval_f64(x, y) as i64;
-        return match compute {
-            DType::I32 => v as i32 as f64,
-            DType::U8 => v as u8 as f64,
-            _ => v as f64,
-        };
+        // round_to wraps an integral value to the width.
+        return round_to(op.eval_f64(x, y) as i64 as f64, compute);
     }
     round_to(op.eval_f64(x, y), result)
 }

@@ -277,7 +277,7 @@ macro_rules! int_cells {
         }
     )*};
 }
-int_cells!(i32, i64, u8);
+int_cells!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl Cells for bool {
     fn cells(data: &[Self], rank0: bool) -> Vec<String> {
