@@ -7,6 +7,7 @@ mod check;
 mod convert;
 mod data;
 mod export;
+mod graph;
 mod guard;
 mod ndarray;
 mod sequence;
@@ -53,5 +54,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
     data::register(m)?;
+    graph::register(m)?;
     Ok(())
 }

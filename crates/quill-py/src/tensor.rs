@@ -20,6 +20,13 @@ fn wrap(t: Tensor) -> PyTensor {
     PyTensor { inner: t }
 }
 
+impl PyTensor {
+    /// The Python object for a Rust tensor.
+    pub fn wrap(t: Tensor) -> PyTensor {
+        wrap(t)
+    }
+}
+
 enum Other {
     T(Tensor),
     S(Scalar),
@@ -75,8 +82,10 @@ fn to_usize(v: &[isize]) -> PyResult<Vec<usize>> {
 #[quill_py_guard::guard("Tensor")]
 #[pymethods]
 impl PyTensor {
-    /// `Tensor(data, device=None, dtype="float32", requires_grad=True)` as needle: data is an
-    /// NDArray, a Tensor (its data is copied), or anything NumPy takes.
+    /// `Tensor(data, device=None, dtype=None, requires_grad=True)` as needle: data is an
+    /// NDArray (its dtype kept), a Tensor (its data copied), a NumPy array or scalar (its dtype
+    /// kept: float64 stays float64, as in needle's NumPy-backed homeworks), or Python numbers
+    /// and lists (float32, needle's default). `dtype` converts.
     #[new]
     #[pyo3(signature = (data, device = None, dtype = None, requires_grad = true))]
     fn new(
@@ -91,14 +100,10 @@ impl PyTensor {
         } else if let Ok(a) = data.extract::<PyRef<PyNDArray>>() {
             a.inner.clone()
         } else {
-            // needle's default dtype is float32: float data becomes float32 unless `dtype`
-            // says otherwise; integer and bool data keep their dtype.
-            let a = from_numpy_like(data, dtype)?;
-            if dtype.is_none() && a.dtype() == DType::F64 {
-                a.astype(DType::F32).q()?
-            } else {
-                a
-            }
+            // needle's dtype rule (see the package docs): NumPy data keeps its dtype, as in
+            // needle's NumPy-backed homeworks (float64 stays float64); Python numbers and lists
+            // of them are float32, needle's default, as its NDArray stores them.
+            from_numpy_like(data, dtype)?
         };
         let a = match dtype {
             Some(d) if d != a.dtype() => a.astype(d).q()?,
@@ -135,7 +140,7 @@ impl PyTensor {
     fn requires_grad(&self) -> bool {
         self.inner.requires_grad()
     }
-    #[getter]
+    /// True for a tensor made by no op (needle's `is_leaf()`, a method).
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
@@ -164,6 +169,49 @@ impl PyTensor {
     }
     fn detach(&self) -> PyTensor {
         wrap(self.inner.detach())
+    }
+    /// The tensors this one was made from (`[]` for a leaf): needle's `inputs`. A scalar
+    /// operand (`x * 2.0`) is a parameter of the op, as in needle, not an input.
+    #[getter]
+    fn inputs(&self) -> Vec<PyTensor> {
+        self.inner
+            .inputs()
+            .into_iter()
+            .filter(|t| !t.is_scalar_operand())
+            .map(wrap)
+            .collect()
+    }
+    /// The identity of this tensor's graph node (equal for every Python object over it).
+    #[getter]
+    fn _node_id(&self) -> usize {
+        self.inner.node_id()
+    }
+    /// The name of quill's op that made this tensor (`None` for a leaf).
+    #[getter]
+    fn _op_name(&self) -> Option<&'static str> {
+        self.inner.grad_fn_name()
+    }
+    /// The Python op object of a tensor made by `make_from_op`, else `None`.
+    #[getter]
+    fn _py_op(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        crate::graph::py_op(&self.inner, py)
+    }
+    /// This node's backward alone, given the gradient of this tensor: one gradient (or `None`)
+    /// per input, as a tuple (needle's `op.gradient_as_tuple(out_grad, node)`).
+    fn _input_grads<'py>(
+        &self,
+        py: Python<'py>,
+        out_grad: PyRef<'_, PyTensor>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let gs = self.inner.input_grads(&out_grad.inner).q()?;
+        let ins = self.inner.inputs();
+        let kept = gs
+            .into_iter()
+            .zip(&ins)
+            .filter(|(_, x)| !x.is_scalar_operand())
+            .map(|(g, _)| g.map(wrap))
+            .collect::<Vec<_>>();
+        PyTuple::new(py, kept)
     }
     fn realize_cached_data(&self) -> PyNDArray {
         PyNDArray::wrap(self.inner.array().clone())
@@ -216,13 +264,29 @@ impl PyTensor {
     }
 
     /// Gradients of this tensor (seeded with `out_grad`, or ones) into every leaf's `.grad`.
-    #[pyo3(signature = (out_grad = None))]
-    fn backward(&self, out_grad: Option<PyRef<PyTensor>>) -> PyResult<()> {
-        match out_grad {
-            Some(g) => self.inner.backward_with(&g.inner).q(),
-            None if self.inner.numel() == 1 => self.inner.backward().q(),
-            None => self.inner.backward_with(&self.inner.ones_like().q()?).q(),
-        }
+    /// `create_graph` records the pass itself (gradients of gradients); `retain_graph` keeps
+    /// the graph for another pass (PyTorch's flags).
+    #[pyo3(signature = (out_grad = None, *, retain_graph = false, create_graph = false))]
+    fn backward(
+        &self,
+        out_grad: Option<PyRef<PyTensor>>,
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> PyResult<()> {
+        let opts = quill::tensor::BackwardOptions {
+            retain_graph,
+            create_graph,
+        };
+        let ones;
+        let g = match &out_grad {
+            Some(g) => Some(&g.inner),
+            None if self.inner.numel() == 1 => None,
+            None => {
+                ones = self.inner.ones_like().q()?;
+                Some(&ones)
+            }
+        };
+        self.inner.backward_opts(g, opts).q()
     }
 
     fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -392,10 +456,38 @@ pub fn conv2d(
     stride: usize,
     padding: usize,
 ) -> PyResult<PyTensor> {
-    let b = bias.as_ref().map(|b| &b.inner);
+    let d = common_dtype(&[&x.inner, &w.inner])?;
+    let b = bias.as_ref().map(|b| to_dtype(&b.inner, d)).transpose()?;
     Ok(wrap(
-        quill::nn::Conv2d::functional(&x.inner, &w.inner, b, stride, padding, 1usize).q()?,
+        quill::nn::Conv2d::functional(
+            &to_dtype(&x.inner, d)?,
+            &to_dtype(&w.inner, d)?,
+            b.as_ref(),
+            stride,
+            padding,
+            1usize,
+        )
+        .q()?,
     ))
+}
+
+/// The dtype NumPy promotion gives `ts` (a float64 input with float32 weights computes in
+/// float64, as needle's NumPy-backed ops do).
+fn common_dtype(ts: &[&Tensor]) -> PyResult<DType> {
+    Ok(ts
+        .iter()
+        .map(|t| t.dtype())
+        .reduce(quill::promote_types)
+        .unwrap_or(DType::F32))
+}
+
+/// `t` in dtype `d` (itself when it has it already); the cast is differentiable.
+fn to_dtype(t: &Tensor, d: DType) -> PyResult<Tensor> {
+    if t.dtype() == d {
+        Ok(t.clone())
+    } else {
+        t.astype(d).q()
+    }
 }
 
 /// needle's `ops.conv`: `a` (N, H, W, Cin) with weight `b` (kh, kw, Cin, Cout), zero
@@ -409,7 +501,9 @@ pub fn conv(
     stride: usize,
     padding: usize,
 ) -> PyResult<PyTensor> {
-    Ok(wrap(a.inner.conv(&b.inner, stride, padding).q()?))
+    let d = common_dtype(&[&a.inner, &b.inner])?;
+    let (a, b) = (to_dtype(&a.inner, d)?, to_dtype(&b.inner, d)?);
+    Ok(wrap(a.conv(&b, stride, padding).q()?))
 }
 
 /// needle's `ops.dilate`: `dilation` zeros after every element along each of `axes` (an int

@@ -616,9 +616,14 @@ def test_language_model_state_shapes():
 def test_resnet9_shapes_and_gradients():
     np.random.seed(18)
     m = ResNet9()
-    x = ndl.Tensor(np.random.randn(2, 3, 32, 32), requires_grad=False)
+    x = ndl.Tensor(np.random.randn(2, 3, 32, 32).astype(np.float32), requires_grad=False)
     out = m(x)
     assert out.shape == (2, 10) and out.dtype == "float32"
+    # float64 data with float32 weights computes in float64 (NumPy's promotion, as needle's
+    # NumPy-backed ops), to the same values.
+    out64 = m(ndl.Tensor(x.numpy().astype(np.float64), requires_grad=False))
+    assert out64.dtype == "float64"
+    np.testing.assert_allclose(out64.numpy(), out.numpy(), rtol=1e-3, atol=1e-4)
     out.sum().backward()
     ps = m.parameters()
     # 8 ConvBN (conv weight, bias, bn weight, bias) + 2 Linear (weight, bias)

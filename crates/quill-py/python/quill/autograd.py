@@ -1,4 +1,182 @@
-"""needle's ``autograd``: the Tensor (quill's, with its graph and backward in Rust)."""
-from ._native import Tensor, cpu, default_device
+"""needle's ``autograd``: the Tensor and its graph, visible and extensible from Python.
 
-__all__ = ["Tensor", "cpu", "default_device"]
+The graph is quill's, in Rust: every built-in op records its backward there, and
+``Tensor.backward`` walks it. This module shows that graph with needle's vocabulary and lets
+Python ops join it:
+
+- ``t.op`` is the op that made ``t`` (``None`` for a leaf) and ``t.inputs`` its inputs.
+  A built-in op appears as an :class:`Op` whose ``gradient_as_tuple(out_grad, node)`` runs that
+  node's Rust backward alone (``node._input_grads``).
+- A user's :class:`TensorOp` subclass (``compute`` on NDArrays, ``gradient`` in Tensor ops)
+  joins the Rust graph through :func:`make_from_op`: ``backward`` calls its ``gradient`` back,
+  next to the built-in ops, and under ``create_graph`` its gradient is itself differentiable.
+- :func:`find_topo_sort` and :func:`compute_gradient_of_variables` are needle's reference
+  algorithms over ``op`` / ``inputs``; ``Tensor.backward`` is quill's engine, which gives the
+  same gradients.
+- ``TENSOR_COUNTER`` is the number of tensors alive now (graph nodes counted in Rust), read
+  each time it is looked up.
+"""
+from ._native import NDArray, Tensor, cpu, default_device
+from ._native import _live_tensors, _make_from_op
+
+__all__ = [
+    "Tensor", "Value", "Op", "TensorOp", "make_from_op", "make_const", "find_topo_sort",
+    "compute_gradient_of_variables", "LAZY_MODE", "TENSOR_COUNTER", "cpu", "default_device",
+]
+
+#: needle's lazy mode (build the graph, compute on ``realize_cached_data``); quill computes
+#: eagerly, always.
+LAZY_MODE = False
+
+#: needle's base class of the graph's values: quill's Tensor is the only kind.
+Value = Tensor
+
+
+def __getattr__(name):
+    # PEP 562: TENSOR_COUNTER is read fresh on every lookup, as needle's global is.
+    if name == "TENSOR_COUNTER":
+        return _live_tensors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Op:
+    """An operator of the graph: ``compute`` on NDArrays, ``gradient`` in Tensor ops."""
+
+    def __call__(self, *args):
+        raise NotImplementedError(f"{type(self).__name__}.__call__")
+
+    def compute(self, *args):
+        """The forward on NDArrays (``realize_cached_data()`` of each input)."""
+        raise NotImplementedError(f"{type(self).__name__}.compute")
+
+    def gradient(self, out_grad, node):
+        """The gradient of each input given ``out_grad``, the gradient of ``node`` (the
+        output): a Tensor, or a tuple of them (``None`` for an input that gets none)."""
+        raise NotImplementedError(f"{type(self).__name__}.gradient")
+
+    def gradient_as_tuple(self, out_grad, node):
+        """``gradient`` as a tuple, one entry per input."""
+        out = self.gradient(out_grad, node)
+        if isinstance(out, tuple):
+            return out
+        if isinstance(out, list):
+            return tuple(out)
+        return (out,)
+
+
+class TensorOp(Op):
+    """An op whose output is one Tensor. Subclass it, define ``compute`` and ``gradient``,
+    and call an instance on Tensors: the result is in quill's graph."""
+
+    def __call__(self, *args):
+        return make_from_op(self, args)
+
+
+class BuiltinOp(Op):
+    """A built-in quill op as it appears on ``t.op``: ``name`` is the Rust backward's name
+    (``MatMulBackward``, ``SumBackward``, ...). Its gradient is the node's own backward."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def gradient(self, out_grad, node):
+        return node._input_grads(out_grad)
+
+    def gradient_as_tuple(self, out_grad, node):
+        return tuple(node._input_grads(out_grad))
+
+    def __repr__(self):
+        return f"BuiltinOp({self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, BuiltinOp) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("BuiltinOp", self.name))
+
+
+def _as_tensor(x):
+    return x if isinstance(x, Tensor) else Tensor(x, requires_grad=False)
+
+
+def make_from_op(op, inputs):
+    """needle's ``Tensor.make_from_op``: runs ``op.compute`` on the inputs' NDArrays and puts
+    the result in the graph with ``op`` as its backward."""
+    inputs = [_as_tensor(x) for x in inputs]
+    data = op.compute(*[x.realize_cached_data() for x in inputs])
+    if not isinstance(data, NDArray):
+        data = NDArray(data)
+    return _make_from_op(op, data, inputs)
+
+
+def make_const(data, requires_grad=False):
+    """needle's ``Tensor.make_const``: a leaf over ``data`` (an NDArray or a Tensor's data)."""
+    if isinstance(data, Tensor):
+        data = data.realize_cached_data()
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def _op(self):
+    py = self._py_op
+    if py is not None:
+        return py
+    name = self._op_name
+    return None if name is None else BuiltinOp(name)
+
+
+Tensor.op = property(_op, doc="The op that made this tensor (``None`` for a leaf).")
+Tensor.make_from_op = staticmethod(make_from_op)
+Tensor.make_const = staticmethod(make_const)
+
+
+def find_topo_sort(node_list):
+    """The nodes reachable from ``node_list`` through ``inputs``, each after all of its
+    inputs (a post-order depth-first search, iterative, so deep graphs do not overflow)."""
+    order, seen = [], set()
+    for root in node_list:
+        if _key(root) in seen:
+            continue
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = _key(node)
+            if expanded:
+                if key not in seen:
+                    seen.add(key)
+                    order.append(node)
+                continue
+            if key in seen:
+                continue
+            stack.append((node, True))
+            for x in reversed(node.inputs):
+                if _key(x) not in seen:
+                    stack.append((x, False))
+    return order
+
+
+def _key(t):
+    # Two Python objects may wrap one Rust graph node: the node's identity names it.
+    return t._node_id
+
+
+def compute_gradient_of_variables(output_tensor, out_grad):
+    """needle's reverse-mode pass: walks the graph from ``output_tensor`` in reverse
+    topological order, calls each op's ``gradient_as_tuple`` and sums the contributions; sets
+    ``.grad`` on every node it reaches."""
+    grads = {_key(output_tensor): [out_grad]}
+    nodes = {}
+    for node in reversed(find_topo_sort([output_tensor])):
+        key = _key(node)
+        nodes[key] = node
+        parts = grads.get(key)
+        if not parts:
+            continue
+        g = parts[0]
+        for p in parts[1:]:
+            g = g + p
+        node.grad = g
+        if node.op is None:
+            continue
+        for x, gx in zip(node.inputs, node.op.gradient_as_tuple(g, node)):
+            if gx is not None:
+                grads.setdefault(_key(x), []).append(gx)

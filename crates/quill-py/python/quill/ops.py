@@ -2,7 +2,9 @@
 needle's own names, one function per op of quill's table (``exp``, ``relu``, ``maximum``,
 ``atan2``, ...), made at the end of this file."""
 from . import _optable
-from ._native import Tensor, stack as _stack, conv as _conv, dilate as _dilate
+from .autograd import Op, TensorOp  # noqa: F401 - needle's ops module exposes them
+from ._needle_ops import *  # noqa: F401,F403 - needle's op classes (EWiseAdd, ...)
+from ._native import Tensor, stack as _stack_native, conv as _conv, dilate as _dilate
 from ._native import undilate as _undilate, pad as _pad
 from ._native import scaled_dot_product_attention as _sdpa
 
@@ -68,21 +70,39 @@ def matmul(a, b):
     return a @ b
 
 
-def logsumexp(a, axes=None):
+def _logsumexp(a, axes=None):
     return a.logsumexp(axes)
 
 
-def logsoftmax(a):
-    """needle's ``logsoftmax``: ``a - logsumexp(a)`` over axis 1 of a (batch, classes) Tensor,
-    by quill's fused log_softmax (differentiable to any order)."""
+def logsumexp(a, axes=None):
+    """needle's ``logsumexp`` over ``axes`` (all when None): one graph node (``LogSumExp``)
+    over quill's stable logsumexp, differentiable to any order."""
+    return LogSumExp(axes)(a)
+
+
+def _logsoftmax(a):
     if len(a.shape) != 2:
         raise ValueError(f"logsoftmax: needle's op takes a 2-D (batch, classes) Tensor, got "
                          f"shape {tuple(a.shape)}; use Tensor.log_softmax(axis) otherwise")
     return a.log_softmax(1)
 
 
+def logsoftmax(a):
+    """needle's ``logsoftmax``: ``a - logsumexp(a)`` over axis 1 of a (batch, classes) Tensor,
+    by quill's fused log_softmax; one graph node (``LogSoftmax``), differentiable to any
+    order."""
+    if len(a.shape) != 2:
+        _logsoftmax(a)  # raises the shape error
+    return LogSoftmax()(a)
+
+
+def _stack(args, axis):
+    return _stack_native(list(args), axis)
+
+
 def stack(args, axis):
-    return _stack(list(args), axis)
+    """needle's ``stack``: one graph node (``Stack``) whose inputs are the stacked Tensors."""
+    return Stack(axis)(*args)
 
 
 def split(a, axis):

@@ -162,25 +162,10 @@ fn run(
             *node.0.grad.borrow_mut() = Some(acc);
             node.run_grad_hooks()?;
         }
-        let is_op = matches!(*node.0.grad_fn.borrow(), GradFn::Op { .. });
-        let fun = if retain || !is_op {
-            None
-        } else {
-            let name = node.grad_fn_name().unwrap_or("leaf");
-            Some(std::mem::replace(
-                &mut *node.0.grad_fn.borrow_mut(),
-                GradFn::Freed(name),
-            ))
-        };
-        let borrowed;
-        let gf: &GradFn = match &fun {
-            Some(f) => f,
-            None => {
-                borrowed = node.0.grad_fn.borrow();
-                &borrowed
-            }
-        };
-        match gf {
+        // The op stays in the node while its backward runs (an op defined in Python reads the
+        // node's inputs from it), and is released afterwards unless the graph is retained.
+        let gf = node.0.grad_fn.borrow();
+        match &*gf {
             GradFn::Leaf => {}
             GradFn::Freed(name) => {
                 return Err(Error::InvalidArgument {
@@ -221,6 +206,16 @@ fn run(
                     };
                     grads.insert(k, sum);
                 }
+            }
+        }
+        let is_op = matches!(&*gf, GradFn::Op { .. });
+        drop(gf);
+        if !retain && is_op {
+            let name = node.grad_fn_name().unwrap_or("leaf");
+            // A backward that is itself running a pass through this node (a Python op calling
+            // backward from its gradient) still holds it: that node is then kept, not freed.
+            if let Ok(mut f) = node.0.grad_fn.try_borrow_mut() {
+                *f = GradFn::Freed(name);
             }
         }
     }

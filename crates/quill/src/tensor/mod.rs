@@ -8,12 +8,14 @@
 //! Tensors are `Rc`-shared and so stay on the thread that made them; the grad mode
 //! (`no_grad`) is per thread, as PyTorch's.
 
+mod custom;
 mod gradcheck;
 mod graph;
 mod mode;
 mod operators;
 mod ops;
 
+pub use custom::{live_tensors, CustomOp};
 pub use gradcheck::{gradcheck, GradcheckOptions, GradcheckReport};
 pub use graph::{grad, BackwardOptions};
 pub use mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
@@ -43,6 +45,10 @@ pub(crate) enum GradFn {
 pub(crate) trait Backward {
     fn name(&self) -> &'static str;
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+    /// The op defined outside quill behind this backward, if it is one.
+    fn custom(&self) -> Option<Rc<dyn CustomOp>> {
+        None
+    }
 }
 
 pub(crate) struct Node {
@@ -53,6 +59,23 @@ pub(crate) struct Node {
     retains_grad: std::cell::Cell<bool>,
     /// Post-accumulate hooks with their ids (`register_post_accumulate_grad_hook`).
     hooks: RefCell<Vec<(u64, GradHook)>>,
+    /// A constant made from a scalar operand (`x * 2.0`): an input of the op, but not one of
+    /// needle's (its `MulScalar` has one input).
+    scalar_operand: std::cell::Cell<bool>,
+}
+
+impl Node {
+    fn new(data: NDArray, requires_grad: bool, grad_fn: GradFn) -> Node {
+        Node {
+            data,
+            requires_grad,
+            grad_fn: RefCell::new(grad_fn),
+            grad: RefCell::new(None),
+            retains_grad: std::cell::Cell::new(false),
+            hooks: RefCell::new(Vec::new()),
+            scalar_operand: std::cell::Cell::new(false),
+        }
+    }
 }
 
 /// A hook run after `backward` accumulated a gradient into a leaf; it receives the leaf.
@@ -69,14 +92,11 @@ pub struct Tensor(pub(crate) Rc<Node>);
 
 impl Tensor {
     fn from_node(data: NDArray, requires_grad: bool, grad_fn: GradFn) -> Tensor {
-        Tensor(Rc::new(Node {
+        Tensor(Rc::new(Node::counted(Node::new(
             data,
             requires_grad,
-            grad_fn: RefCell::new(grad_fn),
-            grad: RefCell::new(None),
-            retains_grad: std::cell::Cell::new(false),
-            hooks: RefCell::new(Vec::new()),
-        }))
+            grad_fn,
+        ))))
     }
 
     /// A leaf tensor over `data` that records no gradient (a constant).

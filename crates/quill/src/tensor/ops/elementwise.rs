@@ -257,6 +257,7 @@ impl Tensor {
             ));
         }
         let s = Tensor::new(NDArray::full(&[], value, self.dtype())?);
+        s.0.scalar_operand.set(true);
         if reversed {
             s.binary(op, self)
         } else {
