@@ -49,6 +49,16 @@ impl PyDevice {
             Device::Cuda(i) => 1 + i as u64,
         }
     }
+    /// needle's `BackendDevice.__getattr__`: a name this class does not define is looked up
+    /// in the lower seam (`quill._needle_backend`, needle's `ndarray_backend_cpu` surface),
+    /// so `cpu().matmul_tiled(...)`, `cpu().__tile_size__` and `cpu().Array(n)` work; `Array`
+    /// allocates on this device. Other names are an AttributeError.
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("quill._needle_backend")?
+            .getattr("device_attribute")?
+            .call1((slf, name))
+    }
 }
 
 #[quill_py_guard::guard]
@@ -346,6 +356,21 @@ impl PyNDArray {
             .ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
     }
 
+    /// Length in elements of the buffer this array views (every view of it gives the same):
+    /// the `.size` of needle's `_handle`.
+    #[getter]
+    fn _buffer_size(&self) -> usize {
+        self.inner.buffer_len()
+    }
+    /// Address of element 0 of the buffer this array views, not of the view's first element,
+    /// so every view of one buffer gives the same number, and writes into the buffer leave it
+    /// as it is: the `.ptr()` of needle's `_handle`. A host address for CPU arrays, a device
+    /// address for GPU ones; an identity to compare, never dereferenced by quill's Python.
+    fn _buffer_address(&self) -> PyResult<usize> {
+        let pinned = self.inner.pin().q()?;
+        let before = self.inner.offset() * self.inner.dtype().size_in_bytes();
+        Ok(pinned.address().wrapping_sub(before))
+    }
     /// needle's `is_compact`: contiguous and covering its whole buffer.
     fn is_compact(&self) -> bool {
         let a = &self.inner;

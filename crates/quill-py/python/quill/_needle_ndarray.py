@@ -2,11 +2,14 @@
 Rust NDArray: ``flat`` (NumPy's flat view: element ``i`` in C order whatever the strides, read
 and written through the array's own indexing, so ``a.flat[i] += eps`` changes ``a``'s buffer in
 place, as needle's finite-difference gradient check expects of ``realize_cached_data().flat``),
-``as_strided``, ``process_slice`` and the underscored attributes ``_shape``, ``_strides``,
-``_offset``, ``_device``. ``attach`` puts them on the class."""
+``as_strided``, ``process_slice``, the underscored attributes ``_shape``, ``_strides``,
+``_offset``, ``_device`` and ``_handle`` (the lower seam's ``Array`` over the array's whole
+buffer), and ``make`` taking such a handle. ``attach`` puts them on the class."""
 import operator
 
 import numpy as np
+
+from ._needle_backend import Array
 
 
 class FlatView:
@@ -82,7 +85,31 @@ def process_slice(self, sl, dim):
     return slice(picked[0], None if stop < 0 else stop, picked.step)
 
 
+def handle(self):
+    """needle's ``_handle``: the lower seam's ``Array`` over this array's whole buffer, with
+    ``.size`` (the buffer's length) and ``.ptr()`` (its address: the same for every view of the
+    buffer, and unchanged by writes). Seam functions (``device.compact(a._handle, ...)``) read
+    and write the array's memory through it."""
+    return Array._over(self)
+
+
+def _make_taking_handles(native_make):
+    def make(shape, strides=None, device=None, handle=None, offset=0, dtype=None):
+        """needle's ``NDArray.make``: a view of ``shape`` / ``strides`` / ``offset`` over
+        ``handle``'s buffer (an NDArray, or a seam ``Array`` such as another array's
+        ``_handle``), or a new zero-filled buffer just large enough for them."""
+        if isinstance(handle, Array):
+            handle = handle._array
+        return native_make(shape, strides, device, handle, offset, dtype)
+
+    make._native = native_make
+    return make
+
+
 def attach(cls):
+    if not hasattr(cls.make, "_native"):
+        cls.make = staticmethod(_make_taking_handles(cls.make))
+    cls._handle = property(handle)
     cls.flat = property(flat)
     cls.as_strided = as_strided
     cls.process_slice = process_slice
