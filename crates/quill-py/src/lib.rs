@@ -10,6 +10,7 @@ mod export;
 mod graph;
 mod guard;
 mod ndarray;
+mod optim;
 mod sequence;
 mod tensor;
 
@@ -55,5 +56,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sequence::register(m)?;
     data::register(m)?;
     graph::register(m)?;
+    optim::register(m)?;
     Ok(())
 }

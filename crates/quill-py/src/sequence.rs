@@ -537,13 +537,14 @@ pub fn transformer(
     Ok(wrap(m.forward(&x.inner).q()?))
 }
 
-/// Batch normalisation of NCHW `x` over N, H and W per channel (quill's fused op): batch
-/// statistics in training, where `running_mean` / `running_var` are updated in place
-/// (`(1 - momentum) * running + momentum * batch`, the variance unbiased as PyTorch), and the
-/// running statistics in eval.
+/// Batch normalisation of NCHW (or NC) `x` over every dim but the channels (quill's fused
+/// op): batch statistics in training, where `running_mean` / `running_var` are updated in place
+/// (`(1 - momentum) * running + momentum * batch`, the variance unbiased as PyTorch, or biased
+/// as needle's BatchNorm1d with `unbiased=False`), and the running statistics in eval.
 #[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, weight, bias, running_mean, running_var, eps, momentum, training, unbiased = true))]
 pub fn batch_norm2d(
     x: T<'_>,
     weight: T<'_>,
@@ -553,6 +554,7 @@ pub fn batch_norm2d(
     eps: f64,
     momentum: f64,
     training: bool,
+    unbiased: bool,
 ) -> PyResult<PyTensor> {
     let c = weight.inner.shape().first().copied().unwrap_or(0);
     for (t, name) in [
@@ -568,15 +570,33 @@ pub fn batch_norm2d(
             )));
         }
     }
-    let mut bn = BatchNorm::new_2d(c).q()?;
-    bn.weight = weight.inner.clone();
-    bn.bias = bias.inner.clone();
+    let mut bn = if x.inner.ndim() == 2 {
+        BatchNorm::new_1d(c).q()?
+    } else {
+        BatchNorm::new_2d(c).q()?
+    };
+    bn.unbiased_running_var = unbiased;
+    // NumPy's promotion, as needle's NumPy-backed ops: float64 data with float32 parameters
+    // computes in float64 (the casts are differentiable; running statistics keep their dtype).
+    let d = [&weight.inner, &bias.inner]
+        .iter()
+        .fold(x.inner.dtype(), |d, t| quill::promote_types(d, t.dtype()));
+    let cast = |t: &quill::tensor::Tensor| {
+        if t.dtype() == d {
+            Ok(t.clone())
+        } else {
+            t.astype(d).q()
+        }
+    };
+    bn.weight = cast(&weight.inner)?;
+    bn.bias = cast(&bias.inner)?;
+    let x_in = cast(&x.inner)?;
     bn.running_mean = running_mean.inner.clone();
     bn.running_var = running_var.inner.clone();
     bn.eps = eps;
     bn.momentum = momentum;
     bn.set_training(training);
-    Ok(wrap(bn.forward(&x.inner).q()?))
+    Ok(wrap(bn.forward(&x_in).q()?))
 }
 
 /// Registers this file's functions on the extension module.

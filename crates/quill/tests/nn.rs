@@ -632,10 +632,16 @@ fn check_batchnorm(bn: &BatchNorm, shape: &[usize], seed: u64) -> Result<()> {
         assert_eq!(y.shape(), shape);
         let want = naive_norm(&xr, n, c, s, &mean, &var, &w, &b);
         assert_close(&vals(&y), &want, 1e-4, 1e-4);
-        // PyTorch: running = 0.9 * running + 0.1 * batch, variance unbiased.
+        // PyTorch: running = 0.9 * running + 0.1 * batch, variance unbiased (needle's
+        // BatchNorm1d: biased).
+        let correction = if bn.unbiased_running_var {
+            m / (m - 1.0)
+        } else {
+            1.0
+        };
         for ch in 0..c {
             run_mean[ch] = 0.9 * run_mean[ch] + 0.1 * mean[ch];
-            run_var[ch] = 0.9 * run_var[ch] + 0.1 * var[ch] * m / (m - 1.0);
+            run_var[ch] = 0.9 * run_var[ch] + 0.1 * var[ch] * correction;
         }
         assert_close(&vals(&bn.running_mean), &run_mean, 1e-5, 1e-5);
         assert_close(&vals(&bn.running_var), &run_var, 1e-5, 1e-5);
@@ -667,6 +673,13 @@ fn batchnorm1d_matches_naive_and_pytorch_running_stats() -> Result<()> {
     assert_eq!(vals(&bn.running_var), [1.0; 3]);
     assert_eq!(bn.parameters().len(), 2);
     check_batchnorm(&bn, &[8, 3], 10)
+}
+
+#[test]
+fn batchnorm_with_a_biased_running_variance_is_needles() -> Result<()> {
+    let mut bn = BatchNorm1d::new_1d(3)?;
+    bn.unbiased_running_var = false;
+    check_batchnorm(&bn, &[8, 3], 12)
 }
 
 #[test]

@@ -201,6 +201,34 @@ fn sgd_ref(c: SgdRef) -> impl FnMut(usize, &mut [f64], &[f64]) {
     }
 }
 
+/// needle's SGD, for one parameter: `u = m * u + (1 - m) * (g + wd * p)` from `u = 0`,
+/// `p -= lr * u` (written from needle's documented rule, not from the code under test).
+fn needle_sgd_ref(lr: f64, m: f64, wd: f64) -> impl FnMut(usize, &mut [f64], &[f64]) {
+    let mut us: HashMap<usize, Vec<f64>> = HashMap::new();
+    move |j, p, g| {
+        let u = us.entry(j).or_insert_with(|| vec![0.0; p.len()]);
+        for i in 0..p.len() {
+            u[i] = m * u[i] + (1.0 - m) * (g[i] + wd * p[i]);
+            p[i] -= lr * u[i];
+        }
+    }
+}
+
+#[test]
+fn sgd_with_a_zero_initialised_buffer_is_needles_rule() -> Result<()> {
+    check(
+        "needle sgd",
+        |p| {
+            Ok(Sgd::new(p, 0.1)?
+                .momentum(0.9)?
+                .dampening(0.9)?
+                .weight_decay(0.01)?
+                .zero_init_buffer(true))
+        },
+        needle_sgd_ref(0.1, 0.9, 0.01),
+    )
+}
+
 #[derive(Clone, Copy)]
 struct AdamRef {
     lr: f64,

@@ -131,6 +131,10 @@ def _check_norm(op, dim, eps, momentum=None):
 
 
 class BatchNorm1d(Module):
+    """Batch normalisation of (N, C) input per feature, run by quill's fused op. As needle's,
+    the running variance takes the biased batch variance (PyTorch's takes the unbiased one);
+    eval normalises with the running statistics."""
+
     def __init__(self, dim, eps=1e-5, momentum=0.1, device=None, dtype="float32"):
         super().__init__()
         _check_norm("BatchNorm1d", dim, eps, momentum)
@@ -141,26 +145,16 @@ class BatchNorm1d(Module):
         self.running_var = init.ones(dim, device=device, dtype=dtype)
 
     def forward(self, x):
-        n = x.shape[0]
-        if self.training and n == 0:
+        if len(x.shape) != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"BatchNorm1d: expected input of shape (N, {self.dim}), got "
+                             f"{tuple(x.shape)}")
+        if self.training and x.shape[0] == 0:
             # Batch statistics of nothing are NaN, and they would poison the running ones.
             raise ValueError(f"BatchNorm1d: cannot train on an empty batch (input shape "
                              f"{tuple(x.shape)}): batch statistics need at least one value "
                              f"per channel")
-        w = self.weight.reshape((1, self.dim)).broadcast_to(x.shape)
-        b = self.bias.reshape((1, self.dim)).broadcast_to(x.shape)
-        if self.training:
-            mean = x.sum((0,)) / n
-            centred = x - mean.reshape((1, self.dim)).broadcast_to(x.shape)
-            var = (centred ** 2).sum((0,)) / n
-            m = self.momentum
-            self.running_mean.data = self.running_mean.data * (1 - m) + mean.data * m
-            self.running_var.data = self.running_var.data * (1 - m) + var.data * m
-            std = (var + self.eps) ** 0.5
-            return w * centred / std.reshape((1, self.dim)).broadcast_to(x.shape) + b
-        rm = self.running_mean.reshape((1, self.dim)).broadcast_to(x.shape)
-        rv = self.running_var.reshape((1, self.dim)).broadcast_to(x.shape)
-        return w * (x - rm) / ((rv + self.eps) ** 0.5) + b
+        return _batch_norm2d(x, self.weight, self.bias, self.running_mean, self.running_var,
+                             self.eps, self.momentum, self.training, False)
 
 
 class BatchNorm2d(Module):

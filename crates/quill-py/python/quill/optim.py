@@ -1,8 +1,12 @@
-"""needle's ``optim``: SGD and Adam over quill Tensors (updates are Tensor ops in Rust,
-written into each parameter's buffer through ``.data``)."""
+"""needle's ``optim``: SGD and Adam as windows onto quill's Rust optimizers. A step is one call
+into Rust that updates every parameter's buffer in place with the fused kernels; ``.grad`` is
+read, never modified. needle's rules are options of the Rust optimizers (see
+``crates/quill-py/src/optim.rs``): SGD keeps needle's ``u = m * u + (1 - m) * g`` from ``u = 0``,
+Adam adds the L2 ``weight_decay`` to the gradient and corrects the bias, as needle's do.
+``lr`` may be changed between steps (schedules)."""
 
 
-from ._native import check_arg as _check
+from ._native import _adam, _sgd, check_arg as _check
 
 
 class Optimizer:
@@ -26,19 +30,12 @@ class SGD(Optimizer):
         _check("probability", "SGD", "momentum", momentum)
         _check("non_negative", "SGD", "weight_decay", weight_decay)
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
-        self.u = {}
+        # needle's momentum: dampening = momentum, and the buffer starts at zero.
+        self._rust = _sgd(self.params, lr, momentum=momentum, dampening=momentum,
+                          weight_decay=weight_decay, zero_init=True)
 
     def step(self):
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
-            g = p.grad.data + self.weight_decay * p.data
-            if self.momentum:
-                u = self.u.get(i)
-                u = (1 - self.momentum) * g if u is None else self.momentum * u + (1 - self.momentum) * g
-                self.u[i] = u.data
-                g = u
-            p.data = p.data - self.lr * g
+        self._rust.step(self.lr)
 
 
 class Adam(Optimizer):
@@ -51,21 +48,13 @@ class Adam(Optimizer):
         _check("non_negative", "Adam", "weight_decay", weight_decay)
         self.lr, self.beta1, self.beta2 = lr, beta1, beta2
         self.eps, self.weight_decay = eps, weight_decay
-        self.t = 0
-        self.m, self.v = {}, {}
+        self._rust = _adam(self.params, lr, beta1=beta1, beta2=beta2, eps=eps,
+                           weight_decay=weight_decay)
+
+    @property
+    def t(self):
+        """The number of steps taken (needle's ``t``)."""
+        return self._rust.steps
 
     def step(self):
-        self.t += 1
-        b1, b2 = self.beta1, self.beta2
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
-            g = p.grad.data + self.weight_decay * p.data
-            m = self.m.get(i)
-            v = self.v.get(i)
-            m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
-            v = (1 - b2) * g * g if v is None else b2 * v + (1 - b2) * g * g
-            self.m[i], self.v[i] = m.data, v.data
-            mhat = m / (1 - b1 ** self.t)
-            vhat = v / (1 - b2 ** self.t)
-            p.data = p.data - self.lr * mhat / (vhat ** 0.5 + self.eps)
+        self._rust.step(self.lr)

@@ -8,8 +8,8 @@ use quill_core::{DType, Error, Result};
 use std::cell::Cell;
 
 /// Batch normalisation over every dim but the channel dim 1: (N, C) for `new_1d`, (N, C, H, W)
-/// for `new_2d`. `running = (1 - momentum) * running + momentum * batch` (the variance
-/// unbiased), as PyTorch.
+/// for `new_2d`. `running = (1 - momentum) * running + momentum * batch`, the batch variance
+/// unbiased as PyTorch's, or biased (needle's BatchNorm1d) with `unbiased_running_var = false`.
 pub struct BatchNorm {
     pub weight: Tensor,
     pub bias: Tensor,
@@ -17,6 +17,9 @@ pub struct BatchNorm {
     pub running_var: Tensor,
     pub eps: f64,
     pub momentum: f64,
+    /// Whether the running variance takes the unbiased batch variance (PyTorch, the default)
+    /// or the biased one that normalised the batch (needle's BatchNorm1d).
+    pub unbiased_running_var: bool,
     rank: usize,
     training: Cell<bool>,
 }
@@ -39,6 +42,7 @@ impl BatchNorm {
             running_var: Tensor::ones(&[c], DType::F32)?,
             eps: 1e-5,
             momentum: 0.1,
+            unbiased_running_var: true,
             rank,
             training: Cell::new(true),
         })
@@ -89,9 +93,13 @@ impl BatchNorm {
             x.batch_norm_train(w, b, eps)?
         };
         let n = x.numel() / self.weight.shape()[0].max(1);
-        let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;
+        let run_var = if self.unbiased_running_var {
+            var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?
+        } else {
+            var
+        };
         let m = self.momentum;
-        for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &unbiased)] {
+        for (run, batch) in [(&self.running_mean, &mean), (&self.running_var, &run_var)] {
             run.array().mul_scalar_assign(1.0 - m)?;
             run.array().add_assign(&batch.mul_scalar(m)?)?;
         }

@@ -17,12 +17,16 @@ use quill_core::{Error, Result, Update};
 /// ```
 /// Every value of this type is valid: each builder method checks the combination so far, so
 /// set `momentum` before `nesterov(true)`.
+///
+/// needle's SGD (`u = m * u + (1 - m) * g` from `u = 0`) is `dampening(m)` with
+/// `zero_init_buffer(true)`: the first step then damps the gradient too.
 pub struct Sgd {
     common: Common,
     momentum: f64,
     dampening: f64,
     nesterov: bool,
     weight_decay: f64,
+    zero_init: bool,
     buffers: Vec<Option<NDArray>>,
 }
 
@@ -42,6 +46,7 @@ impl Sgd {
             dampening: 0.0,
             nesterov: false,
             weight_decay: 0.0,
+            zero_init: false,
             buffers: vec![None; n],
         })
     }
@@ -65,6 +70,14 @@ impl Sgd {
     pub fn nesterov(mut self, nesterov: bool) -> Result<Sgd> {
         self.nesterov = nesterov;
         self.check_nesterov()
+    }
+
+    /// Start the momentum buffer at zero and apply the usual rule on the first step too
+    /// (needle's SGD), instead of putting the first gradient in undamped (PyTorch's, the
+    /// default).
+    pub fn zero_init_buffer(mut self, zero_init: bool) -> Sgd {
+        self.zero_init = zero_init;
+        self
     }
 
     /// L2 penalty added to the gradient (>= 0; default 0).
@@ -106,7 +119,8 @@ impl Optimizer for Sgd {
                 kernel::apply(STEP, &rule(false), p.array(), g.array(), &[])?;
                 continue;
             }
-            let first = buf.is_none();
+            // A zero-initialised buffer (needle's rule) takes the general update from the start.
+            let first = buf.is_none() && !self.zero_init;
             let b = match buf {
                 Some(b) => b,
                 None => buf.insert(kernel::zeros_for(STEP, p.array())?),
