@@ -540,11 +540,12 @@ pub fn transformer(
 /// Batch normalisation of NCHW (or NC) `x` over every dim but the channels (quill's fused
 /// op): batch statistics in training, where `running_mean` / `running_var` are updated in place
 /// (`(1 - momentum) * running + momentum * batch`, the variance unbiased as PyTorch, or biased
-/// as needle's BatchNorm1d with `unbiased=False`), and the running statistics in eval.
+/// as needle's BatchNorm1d with `unbiased=False`), and the running statistics in eval; `relu`
+/// applies a ReLU to the result (fused in training).
 #[quill_py_guard::guard]
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (x, weight, bias, running_mean, running_var, eps, momentum, training, unbiased = true))]
+#[pyo3(signature = (x, weight, bias, running_mean, running_var, eps, momentum, training, unbiased = true, relu = false))]
 pub fn batch_norm2d(
     x: T<'_>,
     weight: T<'_>,
@@ -555,6 +556,7 @@ pub fn batch_norm2d(
     momentum: f64,
     training: bool,
     unbiased: bool,
+    relu: bool,
 ) -> PyResult<PyTensor> {
     let c = weight.inner.shape().first().copied().unwrap_or(0);
     for (t, name) in [
@@ -596,6 +598,14 @@ pub fn batch_norm2d(
     bn.eps = eps;
     bn.momentum = momentum;
     bn.set_training(training);
+    // `relu`: ReLU fused into the normalisation (one pass, one graph node) in training; in
+    // eval the two run one after the other.
+    if relu {
+        if let Some(y) = bn.forward_relu(&x_in) {
+            return Ok(wrap(y.q()?));
+        }
+        return Ok(wrap(bn.forward(&x_in).q()?.relu().q()?));
+    }
     Ok(wrap(bn.forward(&x_in).q()?))
 }
 

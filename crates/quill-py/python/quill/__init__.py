@@ -16,9 +16,10 @@ from . import nn
 from . import optim
 from . import data
 from . import models
+from . import apps
 from . import array_api
 
 __all__ = [
     "InternalError", "Tensor", "cpu", "cuda", "default_device", "from_dlpack", "backend_ndarray", "autograd", "ops", "init",
-    "nn", "optim", "data", "models", "array_api",
+    "nn", "optim", "data", "models", "apps", "array_api",
 ]

@@ -111,8 +111,18 @@ class Sequential(Module):
         self.modules = modules
 
     def forward(self, x):
-        for m in self.modules:
+        mods, i = self.modules, 0
+        while i < len(mods):
+            m = mods[i]
+            # A batch norm followed by a ReLU runs as quill's fused op (the same values, one
+            # pass); every other module is called as it is.
+            if (type(m) in (BatchNorm1d, BatchNorm2d) and i + 1 < len(mods)
+                    and type(mods[i + 1]) is ReLU):
+                x = m._forward(x, relu=True)
+                i += 2
+                continue
             x = m(x)
+            i += 1
         return x
 
 
@@ -145,6 +155,9 @@ class BatchNorm1d(Module):
         self.running_var = init.ones(dim, device=device, dtype=dtype)
 
     def forward(self, x):
+        return self._forward(x)
+
+    def _forward(self, x, relu=False):
         if len(x.shape) != 2 or x.shape[1] != self.dim:
             raise ValueError(f"BatchNorm1d: expected input of shape (N, {self.dim}), got "
                              f"{tuple(x.shape)}")
@@ -154,7 +167,7 @@ class BatchNorm1d(Module):
                              f"{tuple(x.shape)}): batch statistics need at least one value "
                              f"per channel")
         return _batch_norm2d(x, self.weight, self.bias, self.running_mean, self.running_var,
-                             self.eps, self.momentum, self.training, False)
+                             self.eps, self.momentum, self.training, False, relu)
 
 
 class BatchNorm2d(Module):
@@ -172,8 +185,11 @@ class BatchNorm2d(Module):
         self.running_var = init.ones(dim, device=device, dtype=dtype)
 
     def forward(self, x):
+        return self._forward(x)
+
+    def _forward(self, x, relu=False):
         return _batch_norm2d(x, self.weight, self.bias, self.running_mean, self.running_var,
-                             self.eps, self.momentum, self.training)
+                             self.eps, self.momentum, self.training, True, relu)
 
 
 class LayerNorm1d(Module):
@@ -206,8 +222,11 @@ class Dropout(Module):
         if self.p == 1:
             # Every element dropped (PyTorch's p = 1): no mask, no division by 1 - p.
             return x * 0.0
-        mask = init.randb(*x.shape, p=1 - self.p, dtype=x.dtype, device=x.device)
-        return x * mask / (1 - self.p)
+        # needle's draws (np.random.rand over the shape, kept where <= 1 - p), scaled by
+        # 1 / (1 - p) in the mask itself: one multiply in the graph instead of two.
+        keep = 1 - self.p
+        mask = (np.random.rand(*x.shape) <= keep).astype(x.dtype) * np.asarray(1 / keep, x.dtype)
+        return x * Tensor(mask, device=x.device, requires_grad=False)
 
 
 class Residual(Module):

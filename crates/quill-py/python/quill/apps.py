@@ -1,0 +1,190 @@
+"""needle's ``apps`` (``mlp_resnet.py``, ``models.py``, ``simple_ml.py``): the course's models
+and training loops, importable as ``quill.apps``, over quill's nn, optim and data (each layer,
+loss and optimizer step runs in Rust).
+
+- ``ResidualBlock``, ``MLPResNet``, ``epoch``, ``train_mnist``: hw2's MLP ResNet on MNIST.
+- ``ResNet9``, ``LanguageModel`` (from ``quill.models``), ``epoch_general_cifar10``,
+  ``train_cifar10``, ``evaluate_cifar10``, ``epoch_general_ptb``, ``train_ptb``,
+  ``evaluate_ptb``: hw4's CIFAR-10 and Penn Treebank loops.
+
+Error rates and losses are averaged per sample, as needle's are."""
+import os
+
+import numpy as np
+
+from . import data, nn, optim
+from .models import LanguageModel, ResNet9
+
+__all__ = [
+    "ResidualBlock", "MLPResNet", "epoch", "train_mnist", "ResNet9", "LanguageModel",
+    "epoch_general_cifar10", "train_cifar10", "evaluate_cifar10", "epoch_general_ptb",
+    "train_ptb", "evaluate_ptb",
+]
+
+
+def ResidualBlock(dim, hidden_dim, norm=nn.BatchNorm1d, drop_prob=0.1):
+    """``ReLU(x + norm(Linear(Dropout(ReLU(norm(Linear(x)))))))`` (needle's hw2 block)."""
+    return nn.Sequential(
+        nn.Residual(nn.Sequential(
+            nn.Linear(dim, hidden_dim),
+            norm(hidden_dim),
+            nn.ReLU(),
+            nn.Dropout(drop_prob),
+            nn.Linear(hidden_dim, dim),
+            norm(dim),
+        )),
+        nn.ReLU(),
+    )
+
+
+def MLPResNet(dim, hidden_dim=100, num_blocks=3, num_classes=10, norm=nn.BatchNorm1d,
+              drop_prob=0.1):
+    """``Linear(dim, hidden) -> ReLU -> num_blocks x ResidualBlock(hidden, hidden // 2) ->
+    Linear(hidden, num_classes)`` (needle's hw2 model)."""
+    return nn.Sequential(
+        nn.Linear(dim, hidden_dim),
+        nn.ReLU(),
+        *[ResidualBlock(hidden_dim, hidden_dim // 2, norm, drop_prob) for _ in range(num_blocks)],
+        nn.Linear(hidden_dim, num_classes),
+    )
+
+
+def _labels(y):
+    return y.numpy().astype(np.int64).reshape(-1)
+
+
+def epoch(dataloader, model, opt=None):
+    """One pass over ``dataloader``: trains when ``opt`` is given (``model.train()``), else
+    evaluates (``model.eval()``). Returns ``(error rate, mean loss)`` per sample."""
+    loss_fn = nn.SoftmaxLoss()
+    model.train() if opt is not None else model.eval()
+    errors, loss_sum, n = 0, 0.0, 0
+    for x, y in dataloader:
+        x = x.reshape((x.shape[0], -1))
+        logits = model(x)
+        loss = loss_fn(logits, y)
+        if opt is not None:
+            opt.reset_grad()
+            loss.backward()
+            opt.step()
+        b = x.shape[0]
+        errors += int((logits.numpy().argmax(1) != _labels(y)).sum())
+        loss_sum += float(loss.numpy()) * b
+        n += b
+    return errors / max(n, 1), loss_sum / max(n, 1)
+
+
+def train_mnist(batch_size=100, epochs=10, optimizer=optim.Adam, lr=0.001, weight_decay=0.001,
+                hidden_dim=100, data_dir="data"):
+    """Trains ``MLPResNet(784, hidden_dim)`` on MNIST in ``data_dir`` (needle's file names,
+    read by quill's Rust reader) and returns ``(train error, train loss, test error, test
+    loss)`` of the last epoch."""
+    path = lambda name: os.path.join(data_dir, name)  # noqa: E731
+    train = data.MNISTDataset(path("train-images-idx3-ubyte.gz"),
+                              path("train-labels-idx1-ubyte.gz"))
+    test = data.MNISTDataset(path("t10k-images-idx3-ubyte.gz"),
+                             path("t10k-labels-idx1-ubyte.gz"))
+    train_loader = data.DataLoader(train, batch_size, shuffle=True)
+    test_loader = data.DataLoader(test, batch_size)
+    model = MLPResNet(784, hidden_dim)
+    opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
+    for _ in range(epochs):
+        train_err, train_loss = epoch(train_loader, model, opt)
+    test_err, test_loss = epoch(test_loader, model)
+    return train_err, train_loss, test_err, test_loss
+
+
+def epoch_general_cifar10(dataloader, model, loss_fn=nn.SoftmaxLoss, opt=None):
+    """One pass of image classification (NCHW batches): ``(accuracy, mean loss)``."""
+    fn = loss_fn()
+    model.train() if opt is not None else model.eval()
+    correct, loss_sum, n = 0, 0.0, 0
+    for x, y in dataloader:
+        logits = model(x)
+        loss = fn(logits, y)
+        if opt is not None:
+            opt.reset_grad()
+            loss.backward()
+            opt.step()
+        b = x.shape[0]
+        correct += int((logits.numpy().argmax(1) == _labels(y)).sum())
+        loss_sum += float(loss.numpy()) * b
+        n += b
+    return correct / max(n, 1), loss_sum / max(n, 1)
+
+
+def train_cifar10(model, dataloader, n_epochs=1, optimizer=optim.Adam, lr=0.001,
+                  weight_decay=0.001, loss_fn=nn.SoftmaxLoss):
+    """Trains ``model`` for ``n_epochs``; returns the last epoch's ``(accuracy, loss)``."""
+    opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
+    for _ in range(n_epochs):
+        acc, loss = epoch_general_cifar10(dataloader, model, loss_fn, opt)
+    return acc, loss
+
+
+def evaluate_cifar10(model, dataloader, loss_fn=nn.SoftmaxLoss):
+    """``(accuracy, mean loss)`` of ``model`` over ``dataloader``, without training."""
+    return epoch_general_cifar10(dataloader, model, loss_fn)
+
+
+def _detach_state(h):
+    if h is None:
+        return None
+    if isinstance(h, tuple):
+        return tuple(t.detach() for t in h)
+    return h.detach()
+
+
+def epoch_general_ptb(data_batches, model, seq_len=40, loss_fn=nn.SoftmaxLoss, opt=None,
+                      clip=None, device=None, dtype="float32"):
+    """One pass of language modelling over ``data_batches`` (``batchify``'s (nbatch, bs)
+    ids), windows of ``seq_len`` (truncated backpropagation: the state is carried and
+    detached between windows). Returns ``(accuracy, mean loss)`` per token."""
+    fn = loss_fn()
+    model.train() if opt is not None else model.eval()
+    correct, loss_sum, n, h = 0, 0.0, 0, None
+    nbatch = data_batches.shape[0]
+    for i in range(0, nbatch - 1, seq_len):
+        x, y = data.get_batch(data_batches, i, seq_len, device=device, dtype=dtype)
+        logits, h = model(x, h)
+        h = _detach_state(h)
+        loss = fn(logits, y)
+        if opt is not None:
+            opt.reset_grad()
+            loss.backward()
+            if clip is not None:
+                _clip_grad_norm(model.parameters(), clip)
+            opt.step()
+        b = y.shape[0]
+        correct += int((logits.numpy().argmax(1) == _labels(y)).sum())
+        loss_sum += float(loss.numpy()) * b
+        n += b
+    return correct / max(n, 1), loss_sum / max(n, 1)
+
+
+def _clip_grad_norm(params, max_norm):
+    grads = [p.grad for p in params if p.grad is not None]
+    total = float(np.sqrt(sum(float((g.numpy().astype(np.float64) ** 2).sum()) for g in grads)))
+    if total > max_norm:
+        scale = max_norm / (total + 1e-6)
+        for p in params:
+            if p.grad is not None:
+                p.grad = (p.grad * scale).detach()
+
+
+def train_ptb(model, data_batches, seq_len=40, n_epochs=1, optimizer=optim.SGD, lr=4.0,
+              weight_decay=0.0, loss_fn=nn.SoftmaxLoss, clip=None, device=None,
+              dtype="float32"):
+    """Trains the language model for ``n_epochs``; returns the last ``(accuracy, loss)``."""
+    opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
+    for _ in range(n_epochs):
+        acc, loss = epoch_general_ptb(data_batches, model, seq_len, loss_fn, opt, clip, device,
+                                      dtype)
+    return acc, loss
+
+
+def evaluate_ptb(model, data_batches, seq_len=40, loss_fn=nn.SoftmaxLoss, device=None,
+                 dtype="float32"):
+    """``(accuracy, mean loss)`` of the language model over ``data_batches``."""
+    return epoch_general_ptb(data_batches, model, seq_len, loss_fn, None, None, device, dtype)
+
