@@ -236,6 +236,9 @@ QUILL_INT_TAG(TI32, int, int, long long, x86_i32)
 QUILL_INT_TAG(TI64, long long, long long, long long, x86_i64)
 QUILL_INT_TAG(TU8, unsigned char, unsigned int, long long, x86_i32)
 QUILL_INT_TAG(TU16, unsigned short, unsigned int, long long, x86_i32)
+// NumPy's half -> uint32 loop goes through int64 (NaN and infinities give 0); from a half
+// this tag sees only the float value, so NaN and out-of-range halves get the f32 route's
+// answer on a GPU (the CPU gives NumPy's). In-range values agree.
 QUILL_INT_TAG(TU32, unsigned int, unsigned int, long long, x86_u32)
 QUILL_INT_TAG(TU64, unsigned long long, unsigned long long, unsigned long long, x86_u64)
 struct TBool {  // one byte, 0 or 1; any nonzero byte reads as true
