@@ -237,3 +237,38 @@ def test_needle_op_classes_call_compute_and_gradient(cls, params, f, shapes):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match="parameter"):
         getattr(ndl.ops, cls)(*params, 1, 2, 3)
+
+
+class Halves(ndl.autograd.TensorTupleOp):
+    """A user tuple op: the two halves of a vector; its gradient joins the halves' grads."""
+
+    def compute(self, a):
+        n = a.shape[0] // 2
+        return a[:n].compact(), a[n:].compact()
+
+    def gradient(self, out_grads, node):
+        lo, hi = out_grads
+        return ndl.ops.reshape(ndl.ops.stack([lo, hi], 0), node.inputs[0].shape)
+
+
+def test_tensor_tuples_and_a_user_tuple_op():
+    xn = np.array([0.5, -1.0, 2.0, 3.0])
+    x = tensor(xn)
+    lo, hi = Halves()(x)
+    assert isinstance(Halves()(x), ndl.autograd.TensorTuple)
+    np.testing.assert_array_equal(lo.numpy(), xn[:2])
+    # Only `lo` is used twice, `hi` once: each element's gradient reaches x through the op.
+    y = ndl.ops.summation(lo * lo) + ndl.ops.summation(hi * 3.0)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, -2.0, 3.0, 3.0])
+    # needle's split / make_tuple / tuple_get_item / TensorTuple arithmetic.
+    a = tensor(np.arange(6.0).reshape(2, 3))
+    parts = ndl.ops.split(a, 1)
+    assert isinstance(parts, ndl.autograd.TensorTuple) and len(parts) == 3
+    np.testing.assert_array_equal(ndl.ops.tuple_get_item(parts, 2).numpy(), [2.0, 5.0])
+    both = parts + ndl.ops.make_tuple(*parts)
+    np.testing.assert_array_equal(both[1].numpy(), [2.0, 8.0])
+    back = ndl.ops.stack(parts, 1)
+    np.testing.assert_array_equal(back.numpy(), a.numpy())
+    with pytest.raises(ValueError, match="TensorTuple"):
+        parts + (a,)

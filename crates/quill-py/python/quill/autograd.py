@@ -16,11 +16,14 @@ Python ops join it:
 - ``TENSOR_COUNTER`` is the number of tensors alive now (graph nodes counted in Rust), read
   each time it is looked up.
 """
+import numpy as np
+
 from ._native import NDArray, Tensor, cpu, default_device
 from ._native import _live_tensors, _make_from_op
 
 __all__ = [
-    "Tensor", "Value", "Op", "TensorOp", "make_from_op", "make_const", "find_topo_sort",
+    "Tensor", "Value", "Op", "TensorOp", "TensorTuple", "TensorTupleOp", "make_from_op",
+    "make_const", "find_topo_sort",
     "compute_gradient_of_variables", "LAZY_MODE", "TENSOR_COUNTER", "cpu", "default_device",
 ]
 
@@ -70,6 +73,62 @@ class TensorOp(Op):
 
     def __call__(self, *args):
         return make_from_op(self, args)
+
+
+class TensorTuple(tuple):
+    """needle's TensorTuple: an immutable sequence of Tensors (what ``split`` returns and
+    ``stack`` takes). Each element is a node of quill's graph of its own, so gradients reach
+    the tuple's source through whichever elements are used."""
+
+    def tuple(self):
+        """The elements as a plain tuple."""
+        return tuple(self)
+
+    def detach(self):
+        """The elements cut from the graph."""
+        return TensorTuple(t.detach() for t in self)
+
+    def numpy(self):
+        """The elements' values, a tuple of NumPy arrays."""
+        return tuple(t.numpy() for t in self)
+
+    def __add__(self, other):
+        if not isinstance(other, tuple) or len(other) != len(self):
+            raise ValueError(f"TensorTuple +: needs a tuple of {len(self)} Tensors, got "
+                             f"{type(other).__name__} of {len(other) if isinstance(other, tuple) else '?'}")
+        return TensorTuple(a + b for a, b in zip(self, other))
+
+    def __repr__(self):
+        return f"TensorTuple({tuple.__repr__(self)})"
+
+
+class TensorTupleOp(Op):
+    """An op whose output is a TensorTuple: ``compute`` returns a sequence of NDArrays and
+    ``gradient(out_grads, node)`` gets the TensorTuple of the elements' gradients (zeros for an
+    element that got none). Each output element joins quill's graph as its own node whose
+    backward gives that element's share of the op's gradient."""
+
+    def __call__(self, *args):
+        inputs = [_as_tensor(x) for x in args]
+        outs = self.compute(*[x.realize_cached_data() for x in inputs])
+        outs = [o if isinstance(o, NDArray) else NDArray(o) for o in outs]
+        return TensorTuple(_make_from_op(_TupleElement(self, i, outs), o, inputs)
+                           for i, o in enumerate(outs))
+
+
+class _TupleElement(Op):
+    """Element ``index`` of a TensorTupleOp's output: its gradient is the op's gradient with
+    zeros in every other element's place."""
+
+    def __init__(self, op, index, outs):
+        self.op, self.index = op, index
+        self.shapes = [(o.shape, o.dtype) for o in outs]
+
+    def gradient(self, out_grad, node):
+        grads = [out_grad if i == self.index
+                 else Tensor(np.zeros(shape, dtype), device=out_grad.device, requires_grad=False)
+                 for i, (shape, dtype) in enumerate(self.shapes)]
+        return self.op.gradient(TensorTuple(grads), node)
 
 
 class BuiltinOp(Op):

@@ -2,7 +2,7 @@
 needle's own names, one function per op of quill's table (``exp``, ``relu``, ``maximum``,
 ``atan2``, ...), made at the end of this file."""
 from . import _optable
-from .autograd import Op, TensorOp  # noqa: F401 - needle's ops module exposes them
+from .autograd import Op, TensorOp, TensorTuple, TensorTupleOp  # noqa: F401 - needle's names
 from ._needle_ops import *  # noqa: F401,F403 - needle's op classes (EWiseAdd, ...)
 from ._native import Tensor, stack as _stack_native, conv as _conv, dilate as _dilate
 from ._native import undilate as _undilate, pad as _pad
@@ -106,7 +106,18 @@ def stack(args, axis):
 
 
 def split(a, axis):
-    return tuple(a.split(axis))
+    """needle's ``split``: the slices of ``a`` along ``axis`` (axis removed), a TensorTuple."""
+    return TensorTuple(a.split(axis))
+
+
+def make_tuple(*args):
+    """needle's ``make_tuple``: a TensorTuple of the given Tensors."""
+    return TensorTuple(args)
+
+
+def tuple_get_item(value, index):
+    """needle's ``tuple_get_item``: element ``index`` of a TensorTuple."""
+    return value[index]
 
 
 def flip(a, axes):
