@@ -5,8 +5,10 @@ The graph is quill's, in Rust: every built-in op records its backward there, and
 Python ops join it:
 
 - ``t.op`` is the op that made ``t`` (``None`` for a leaf) and ``t.inputs`` its inputs.
-  A built-in op appears as an :class:`Op` whose ``gradient_as_tuple(out_grad, node)`` runs that
-  node's Rust backward alone (``node._input_grads``).
+  A built-in op appears as needle's class where the Rust node is exactly one (``MatMul``,
+  ``Summation``, ``Reshape``, ``BroadcastTo``, ``Transpose``, ``Flip``, ``Dilate``,
+  ``UnDilate``, ``Conv``), else as a :class:`BuiltinOp` named by its Rust backward; either way
+  ``gradient_as_tuple(out_grad, node)`` runs that node's Rust backward alone.
 - A user's :class:`TensorOp` subclass (``compute`` on NDArrays, ``gradient`` in Tensor ops)
   joins the Rust graph through :func:`make_from_op`: ``backward`` calls its ``gradient`` back,
   next to the built-in ops, and under ``create_graph`` its gradient is itself differentiable.
@@ -175,12 +177,30 @@ def make_const(data, requires_grad=False):
     return Tensor(data, requires_grad=requires_grad)
 
 
+# Rust backward names that are exactly one of needle's op classes.
+_NEEDLE_CLASS = {
+    "MatMulBackward": "MatMul", "SumBackward": "Summation", "ReshapeBackward": "Reshape",
+    "BroadcastToBackward": "BroadcastTo", "PermuteBackward": "Transpose",
+    "FlipBackward": "Flip", "DilateBackward": "Dilate", "UndilateBackward": "UnDilate",
+    "ConvBackward": "Conv",
+}
+
+
 def _op(self):
     py = self._py_op
     if py is not None:
         return py
     name = self._op_name
-    return None if name is None else BuiltinOp(name)
+    if name is None:
+        return None
+    cls = _NEEDLE_CLASS.get(name)
+    if cls is not None:
+        # needle's class (its parameters are not recorded in the Rust node: they read None);
+        # its gradient is this node's backward, as BuiltinOp's.
+        from . import _needle_ops
+
+        return getattr(_needle_ops, cls)()
+    return BuiltinOp(name)
 
 
 Tensor.op = property(_op, doc="The op that made this tensor (``None`` for a leaf).")
