@@ -82,10 +82,19 @@ impl PyOptimizer {
     }
 }
 
+/// PyTorch's `clip_grad_norm_` over `params`' gradients (quill's Rust one): replaces them
+/// with scaled copies whose global L2 norm is at most `max_norm`; returns the norm before.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn clip_grad_norm(params: Vec<PyRef<'_, PyTensor>>, max_norm: f64) -> PyResult<f64> {
+    quill::optim::clip_grad_norm(&tensors(&params), max_norm).q()
+}
+
 /// Adds the optimizer constructors to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOptimizer>()?;
     m.add_function(wrap_pyfunction!(_sgd, m)?)?;
     m.add_function(wrap_pyfunction!(_adam, m)?)?;
+    m.add_function(wrap_pyfunction!(clip_grad_norm, m)?)?;
     Ok(())
 }

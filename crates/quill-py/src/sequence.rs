@@ -580,19 +580,11 @@ pub fn batch_norm2d(
     bn.unbiased_running_var = unbiased;
     // NumPy's promotion, as needle's NumPy-backed ops: float64 data with float32 parameters
     // computes in float64 (the casts are differentiable; running statistics keep their dtype).
-    let d = [&weight.inner, &bias.inner]
-        .iter()
-        .fold(x.inner.dtype(), |d, t| quill::promote_types(d, t.dtype()));
-    let cast = |t: &quill::tensor::Tensor| {
-        if t.dtype() == d {
-            Ok(t.clone())
-        } else {
-            t.astype(d).q()
-        }
-    };
-    bn.weight = cast(&weight.inner)?;
-    bn.bias = cast(&bias.inner)?;
-    let x_in = cast(&x.inner)?;
+    use crate::tensor::{common_dtype, to_dtype};
+    let d = common_dtype(&[&x.inner, &weight.inner, &bias.inner])?;
+    bn.weight = to_dtype(&weight.inner, d)?;
+    bn.bias = to_dtype(&bias.inner, d)?;
+    let x_in = to_dtype(&x.inner, d)?;
     bn.running_mean = running_mean.inner.clone();
     bn.running_var = running_var.inner.clone();
     bn.eps = eps;

@@ -473,7 +473,7 @@ pub fn conv2d(
 
 /// The dtype NumPy promotion gives `ts` (a float64 input with float32 weights computes in
 /// float64, as needle's NumPy-backed ops do).
-fn common_dtype(ts: &[&Tensor]) -> PyResult<DType> {
+pub(crate) fn common_dtype(ts: &[&Tensor]) -> PyResult<DType> {
     Ok(ts
         .iter()
         .map(|t| t.dtype())
@@ -482,7 +482,7 @@ fn common_dtype(ts: &[&Tensor]) -> PyResult<DType> {
 }
 
 /// `t` in dtype `d` (itself when it has it already); the cast is differentiable.
-fn to_dtype(t: &Tensor, d: DType) -> PyResult<Tensor> {
+pub(crate) fn to_dtype(t: &Tensor, d: DType) -> PyResult<Tensor> {
     if t.dtype() == d {
         Ok(t.clone())
     } else {

@@ -123,3 +123,17 @@ def test_batchnorm1d_gradients_and_mixed_dtypes():
     np.testing.assert_allclose(x.grad.numpy().sum(0), 0, atol=1e-10)
     with pytest.raises(ValueError, match="BatchNorm1d"):
         bn(ndl.Tensor(np.ones((2, 3), np.float32)))
+
+
+def test_clip_grad_norm_is_the_rust_one():
+    from quill._native import clip_grad_norm
+    rng = np.random.default_rng(4)
+    ps = params_and_grads(rng, np.float64)
+    gs = set_grads(ps, rng)
+    norm = np.sqrt(sum((g ** 2).sum() for g in gs))
+    assert clip_grad_norm(ps, 1e9) == pytest.approx(norm)          # nothing to clip
+    assert clip_grad_norm(ps, 0.5) == pytest.approx(norm)          # the norm before
+    for p, g in zip(ps, gs):
+        np.testing.assert_allclose(p.grad.numpy(), g * 0.5 / (norm + 1e-6), rtol=1e-12)
+    with pytest.raises(ValueError, match="max_norm"):
+        clip_grad_norm(ps, -1.0)

@@ -5,7 +5,7 @@
 use super::{NDArray, Reads};
 use crate::backend::{colocate, Storage};
 use quill_core::ops::BinaryKind;
-use quill_core::promote::{promote_with_scalar, scalar_dtype};
+use quill_core::promote::promote_with_scalar;
 use quill_core::shape::broadcast_shapes;
 use quill_core::{BinaryOp, DType, Error, Result, Scalar, UnaryOp};
 
@@ -230,18 +230,15 @@ fn scalar_array(op: BinaryOp, array: DType, s: Scalar) -> Result<NDArray> {
         // so NumPy takes any Python int there: u8_array / -1 is -0.0, not an OverflowError.
         dtype = op.compute_dtype(dtype, dtype)?;
     }
+    // (Comparisons with an out-of-range integer never get here: `binary_scalar` answers them.)
     if let (Scalar::I(v), Some((lo, hi))) = (s, quill_core::promote::int_range(dtype)) {
         if v < lo || v > hi {
-            if !op.is_comparison() {
-                return Err(Error::ValueOutOfRange {
-                    op: op.name(),
-                    value: format!("the integer {v} is"),
-                    dtype,
-                    hint: " (NumPy 2 rule); astype the array to a wider dtype first".into(),
-                });
-            }
-            // A comparison with an out-of-range integer is still well defined.
-            dtype = scalar_dtype(s);
+            return Err(Error::ValueOutOfRange {
+                op: op.name(),
+                value: format!("the integer {v} is"),
+                dtype,
+                hint: " (NumPy 2 rule); astype the array to a wider dtype first".into(),
+            });
         }
     }
     NDArray::full(&[], s, dtype)

@@ -252,119 +252,30 @@ relem!(
     |b| bf16::from_f32(b),
     |z| z.to_f32() != 0.0
 );
-relem!(
-    i32,
-    i64,
-    i64,
-    f64,
-    f64,
-    i32::MIN,
-    i32::MAX,
-    |x| x as i64,
-    |a| a,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    i64,
-    i64,
-    i64,
-    f64,
-    f64,
-    i64::MIN,
-    i64::MAX,
-    |x| x,
-    |a| a,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-// Unsigned sums and products accumulate in wrapping i64 and come out as u64 (NumPy's uint64):
-// the low 64 bits are the same either way.
-relem!(
-    u8,
-    i64,
-    u64,
-    f64,
-    f64,
-    u8::MIN,
-    u8::MAX,
-    |x| x as i64,
-    |a| a as u64,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    u16,
-    i64,
-    u64,
-    f64,
-    f64,
-    u16::MIN,
-    u16::MAX,
-    |x| x as i64,
-    |a| a as u64,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    u32,
-    i64,
-    u64,
-    f64,
-    f64,
-    u32::MIN,
-    u32::MAX,
-    |x| x as i64,
-    |a| a as u64,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    u64,
-    i64,
-    u64,
-    f64,
-    f64,
-    u64::MIN,
-    u64::MAX,
-    |x| x as i64,
-    |a| a as u64,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    i8,
-    i64,
-    i64,
-    f64,
-    f64,
-    i8::MIN,
-    i8::MAX,
-    |x| x as i64,
-    |a| a,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
-);
-relem!(
-    i16,
-    i64,
-    i64,
-    f64,
-    f64,
-    i16::MIN,
-    i16::MAX,
-    |x| x as i64,
-    |a| a,
-    |y| y as f64,
-    |b| b,
-    |z| z != 0
+/// The integer types: sums and products accumulate in wrapping i64 (`as i64` keeps u64's
+/// bits) and come out as `$out`, i64 for signed types and u64 (NumPy's uint64) for unsigned
+/// ones, whose low 64 bits are the same either way; means and variances are f64.
+macro_rules! int_relem {
+    ($($t:ty => $out:ty),* $(,)?) => {$(
+        relem!(
+            $t,
+            i64,
+            $out,
+            f64,
+            f64,
+            <$t>::MIN,
+            <$t>::MAX,
+            |x| x as i64,
+            |a| a as $out,
+            |y| y as f64,
+            |b| b,
+            |z| z != 0
+        );
+    )*};
+}
+int_relem!(
+    i8 => i64, i16 => i64, i32 => i64, i64 => i64,
+    u8 => u64, u16 => u64, u32 => u64, u64 => u64,
 );
 relem!(
     bool,

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from . import data, nn, optim
+from ._native import clip_grad_norm
 from .models import LanguageModel, ResNet9
 
 __all__ = [
@@ -53,24 +54,49 @@ def _labels(y):
     return y.numpy().astype(np.int64).reshape(-1)
 
 
-def epoch(dataloader, model, opt=None):
-    """One pass over ``dataloader``: trains when ``opt`` is given (``model.train()``), else
-    evaluates (``model.eval()``). Returns ``(error rate, mean loss)`` per sample."""
-    loss_fn = nn.SoftmaxLoss()
+def _detach_state(h):
+    if h is None:
+        return None
+    if isinstance(h, tuple):
+        return tuple(t.detach() for t in h)
+    return h.detach()
+
+
+def _run(batches, model, loss_fn, opt=None, clip=None, flatten=False, state=False):
+    """The loop every needle app shares: trains when ``opt`` is given (``model.train()``),
+    else evaluates (``model.eval()``). ``flatten`` reshapes images to (N, -1); ``state``
+    carries a recurrent state across batches, detached (truncated backpropagation); ``clip``
+    bounds the gradients' global norm (quill's Rust ``clip_grad_norm``). Returns
+    ``(errors, correct, loss summed over samples, samples)``."""
     model.train() if opt is not None else model.eval()
-    errors, loss_sum, n = 0, 0.0, 0
-    for x, y in dataloader:
-        x = x.reshape((x.shape[0], -1))
-        logits = model(x)
+    correct = n = 0
+    loss_sum, h = 0.0, None
+    for x, y in batches:
+        if flatten:
+            x = x.reshape((x.shape[0], -1))
+        if state:
+            logits, h = model(x, h)
+            h = _detach_state(h)
+        else:
+            logits = model(x)
         loss = loss_fn(logits, y)
         if opt is not None:
             opt.reset_grad()
             loss.backward()
+            if clip is not None:
+                clip_grad_norm(model.parameters(), clip)
             opt.step()
-        b = x.shape[0]
-        errors += int((logits.numpy().argmax(1) != _labels(y)).sum())
+        b = y.shape[0]
+        correct += int((logits.numpy().argmax(1) == _labels(y)).sum())
         loss_sum += float(loss.numpy()) * b
         n += b
+    return n - correct, correct, loss_sum, n
+
+
+def epoch(dataloader, model, opt=None):
+    """One pass over ``dataloader``: trains when ``opt`` is given (``model.train()``), else
+    evaluates (``model.eval()``). Returns ``(error rate, mean loss)`` per sample."""
+    errors, _, loss_sum, n = _run(dataloader, model, nn.SoftmaxLoss(), opt, flatten=True)
     return errors / max(n, 1), loss_sum / max(n, 1)
 
 
@@ -96,20 +122,7 @@ def train_mnist(batch_size=100, epochs=10, optimizer=optim.Adam, lr=0.001, weigh
 
 def epoch_general_cifar10(dataloader, model, loss_fn=nn.SoftmaxLoss, opt=None):
     """One pass of image classification (NCHW batches): ``(accuracy, mean loss)``."""
-    fn = loss_fn()
-    model.train() if opt is not None else model.eval()
-    correct, loss_sum, n = 0, 0.0, 0
-    for x, y in dataloader:
-        logits = model(x)
-        loss = fn(logits, y)
-        if opt is not None:
-            opt.reset_grad()
-            loss.backward()
-            opt.step()
-        b = x.shape[0]
-        correct += int((logits.numpy().argmax(1) == _labels(y)).sum())
-        loss_sum += float(loss.numpy()) * b
-        n += b
+    _, correct, loss_sum, n = _run(dataloader, model, loss_fn(), opt)
     return correct / max(n, 1), loss_sum / max(n, 1)
 
 
@@ -127,49 +140,15 @@ def evaluate_cifar10(model, dataloader, loss_fn=nn.SoftmaxLoss):
     return epoch_general_cifar10(dataloader, model, loss_fn)
 
 
-def _detach_state(h):
-    if h is None:
-        return None
-    if isinstance(h, tuple):
-        return tuple(t.detach() for t in h)
-    return h.detach()
-
-
 def epoch_general_ptb(data_batches, model, seq_len=40, loss_fn=nn.SoftmaxLoss, opt=None,
                       clip=None, device=None, dtype="float32"):
     """One pass of language modelling over ``data_batches`` (``batchify``'s (nbatch, bs)
-    ids), windows of ``seq_len`` (truncated backpropagation: the state is carried and
-    detached between windows). Returns ``(accuracy, mean loss)`` per token."""
-    fn = loss_fn()
-    model.train() if opt is not None else model.eval()
-    correct, loss_sum, n, h = 0, 0.0, 0, None
-    nbatch = data_batches.shape[0]
-    for i in range(0, nbatch - 1, seq_len):
-        x, y = data.get_batch(data_batches, i, seq_len, device=device, dtype=dtype)
-        logits, h = model(x, h)
-        h = _detach_state(h)
-        loss = fn(logits, y)
-        if opt is not None:
-            opt.reset_grad()
-            loss.backward()
-            if clip is not None:
-                _clip_grad_norm(model.parameters(), clip)
-            opt.step()
-        b = y.shape[0]
-        correct += int((logits.numpy().argmax(1) == _labels(y)).sum())
-        loss_sum += float(loss.numpy()) * b
-        n += b
+    ids), windows of ``seq_len``, the state carried and detached between windows. Returns
+    ``(accuracy, mean loss)`` per token."""
+    windows = (data.get_batch(data_batches, i, seq_len, device=device, dtype=dtype)
+               for i in range(0, data_batches.shape[0] - 1, seq_len))
+    _, correct, loss_sum, n = _run(windows, model, loss_fn(), opt, clip=clip, state=True)
     return correct / max(n, 1), loss_sum / max(n, 1)
-
-
-def _clip_grad_norm(params, max_norm):
-    grads = [p.grad for p in params if p.grad is not None]
-    total = float(np.sqrt(sum(float((g.numpy().astype(np.float64) ** 2).sum()) for g in grads)))
-    if total > max_norm:
-        scale = max_norm / (total + 1e-6)
-        for p in params:
-            if p.grad is not None:
-                p.grad = (p.grad * scale).detach()
 
 
 def train_ptb(model, data_batches, seq_len=40, n_epochs=1, optimizer=optim.SGD, lr=4.0,
