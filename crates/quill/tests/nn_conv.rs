@@ -22,13 +22,9 @@ fn strided_input(shape: [usize; 4], seed: u64) -> NDArray {
     v
 }
 
+/// The elements in C order as f64 (the shared test helper).
 fn values(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64)
-        .unwrap()
-        .compact()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
+    quill_test_support::f64s(a)
 }
 
 fn dims4(s: &[usize]) -> [usize; 4] {

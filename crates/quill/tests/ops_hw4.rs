@@ -12,13 +12,9 @@ use quill::{s, DType, Error, NDArray, Result};
 use quill_test_support::grads::gradcheck_two_orders;
 use quill_test_support::{strided_from, Prng};
 
+/// The elements in C order as f64 (the shared test helper).
 fn values(a: &NDArray) -> Vec<f64> {
-    a.astype(DType::F64)
-        .unwrap()
-        .compact()
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
+    quill_test_support::f64s(a)
 }
 
 fn uniform(rng: &mut Prng, n: usize) -> Vec<f64> {
