@@ -115,6 +115,7 @@ fn _grad(
     let opts = quill::tensor::BackwardOptions {
         retain_graph: true,
         create_graph,
+        overwrite_grad: false,
     };
     let gs = quill::tensor::grad(&output.inner, &ins, grad.as_ref().map(|g| &g.inner), opts)
         .map_err(crate::convert::err)?;
@@ -157,6 +158,7 @@ fn _composite_grad(
     let opts = quill::tensor::BackwardOptions {
         retain_graph: create,
         create_graph: create,
+        overwrite_grad: false,
     };
     let gs = quill::tensor::grad(&out.inner, &xs, Some(&out_grad.inner), opts)
         .map_err(crate::convert::err)?;

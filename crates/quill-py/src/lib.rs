@@ -11,6 +11,7 @@ mod graph;
 mod guard;
 mod ndarray;
 mod optim;
+mod second_order;
 mod sequence;
 mod tensor;
 

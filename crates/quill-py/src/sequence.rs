@@ -21,7 +21,7 @@ use quill::{DType, NDArray};
 type T<'py> = PyRef<'py, PyTensor>;
 
 fn wrap(t: Tensor) -> PyTensor {
-    PyTensor { inner: t }
+    PyTensor::wrap(t)
 }
 
 fn opt(t: &Option<T<'_>>) -> Option<Tensor> {

@@ -14,10 +14,16 @@ use quill::{BinaryOp, DType, Device, NDArray, Scalar, UnaryOp};
 #[derive(Clone)]
 pub struct PyTensor {
     pub inner: Tensor,
+    /// For a tensor handed out as `leaf.grad`: that leaf, so that `backward` on it can
+    /// recompute it differentiably (`second_order`).
+    grad_of: Option<Tensor>,
 }
 
 fn wrap(t: Tensor) -> PyTensor {
-    PyTensor { inner: t }
+    PyTensor {
+        inner: t,
+        grad_of: None,
+    }
 }
 
 impl PyTensor {
@@ -83,9 +89,10 @@ fn to_usize(v: &[isize]) -> PyResult<Vec<usize>> {
 #[pymethods]
 impl PyTensor {
     /// `Tensor(data, device=None, dtype=None, requires_grad=True)` as needle: data is an
-    /// NDArray (its dtype kept), a Tensor (its data copied), a NumPy array or scalar (its dtype
-    /// kept: float64 stays float64, as in needle's NumPy-backed homeworks), or Python numbers
-    /// and lists (float32, needle's default). `dtype` converts.
+    /// NDArray (its dtype kept), a Tensor (its data copied), or anything `numpy.asarray`
+    /// takes, with the dtype NumPy gives it (a float64 array or a list of Python floats is
+    /// float64, as in needle's NumPy-backed homeworks; Python integers that require grad are
+    /// float64 too). `dtype` converts.
     #[new]
     #[pyo3(signature = (data, device = None, dtype = None, requires_grad = true))]
     fn new(
@@ -100,10 +107,20 @@ impl PyTensor {
         } else if let Ok(a) = data.extract::<PyRef<PyNDArray>>() {
             a.inner.clone()
         } else {
-            // needle's dtype rule (see the package docs): NumPy data keeps its dtype, as in
-            // needle's NumPy-backed homeworks (float64 stays float64); Python numbers and lists
-            // of them are float32, needle's default, as its NDArray stores them.
-            from_numpy_like(data, dtype)?
+            // needle's dtype rule (see the package docs): the data keeps the dtype NumPy gives
+            // it, as in needle's NumPy-backed homeworks, where `Tensor([[4.0]])` is float64.
+            // Python integers that must carry a gradient are stored as float64: quill's
+            // autograd is floating-point (as PyTorch's), and needle's `Tensor([6])` is
+            // differentiated (`requires_grad=False` keeps NumPy's int64).
+            let np = data.py().import("numpy")?;
+            let mut arr = np.call_method1("asarray", (data,))?;
+            let is_numpy = data.is_instance(&np.getattr("ndarray")?)?
+                || data.is_instance(&np.getattr("generic")?)?;
+            let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+            if dtype.is_none() && requires_grad && !is_numpy && matches!(kind.as_str(), "i" | "u") {
+                arr = arr.call_method1("astype", ("float64",))?;
+            }
+            from_numpy_like(&arr, dtype)?
         };
         let a = match dtype {
             Some(d) if d != a.dtype() => a.astype(d).q()?,
@@ -146,10 +163,14 @@ impl PyTensor {
     }
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
-        self.inner.grad().map(wrap)
+        self.inner.grad().map(|g| PyTensor {
+            inner: g,
+            grad_of: Some(self.inner.clone()),
+        })
     }
     #[setter]
     fn set_grad(&self, g: Option<PyRef<PyTensor>>) -> PyResult<()> {
+        crate::second_order::forget(&self.inner);
         self.inner.set_grad(g.map(|g| g.inner.clone())).q()
     }
     /// A tensor outside the graph that shares this one's data (needle's `.data`).
@@ -263,30 +284,47 @@ impl PyTensor {
         Ok(wrap(self.inner.astype(dtype_of(dtype)?).q()?))
     }
 
-    /// Gradients of this tensor (seeded with `out_grad`, or ones) into every leaf's `.grad`.
-    /// `create_graph` records the pass itself (gradients of gradients); `retain_graph` keeps
-    /// the graph for another pass (PyTorch's flags).
-    #[pyo3(signature = (out_grad = None, *, retain_graph = false, create_graph = false))]
+    /// Gradients of this tensor (seeded with `out_grad`, or ones) into every leaf's `.grad`,
+    /// as needle's `backward`: each pass sets `.grad` (`accumulate=True` adds to it, as
+    /// PyTorch), the graph stays usable (`retain_graph=False` frees what it saved), and a
+    /// leaf's `.grad` can be differentiated again: `x.grad.backward()` gives second
+    /// derivatives, recomputing the gradient with its graph while the output it came from is
+    /// alive. `create_graph=True` records the pass itself instead (PyTorch's flag: it ties
+    /// each leaf to its gradient's graph until `.grad` is reset).
+    #[pyo3(signature = (out_grad = None, *, retain_graph = true, create_graph = false, accumulate = false))]
     fn backward(
         &self,
         out_grad: Option<PyRef<PyTensor>>,
         retain_graph: bool,
         create_graph: bool,
+        accumulate: bool,
     ) -> PyResult<()> {
         let opts = quill::tensor::BackwardOptions {
             retain_graph,
             create_graph,
+            overwrite_grad: !accumulate,
+        };
+        // A `.grad` handed out without its graph: recompute it with the graph first.
+        let root = match &self.grad_of {
+            Some(leaf) if !self.inner.requires_grad() => {
+                crate::second_order::differentiable_grad(leaf).q()?
+            }
+            _ => self.inner.clone(),
         };
         let ones;
         let g = match &out_grad {
             Some(g) => Some(&g.inner),
-            None if self.inner.numel() == 1 => None,
+            None if root.numel() == 1 => None,
             None => {
-                ones = self.inner.ones_like().q()?;
+                ones = root.ones_like().q()?;
                 Some(&ones)
             }
         };
-        self.inner.backward_opts(g, opts).q()
+        root.backward_opts(g, opts).q()?;
+        if retain_graph && !create_graph {
+            crate::second_order::record(&root, g);
+        }
+        Ok(())
     }
 
     fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -295,11 +333,20 @@ impl PyTensor {
     fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Add, o, true)
     }
+    /// `a - b`. Between two tensors it is needle's graph, `a + (-b)` (`EWiseAdd` over
+    /// `Negate`: needle code that walks `op` / `inputs` sees those nodes), bit for bit the
+    /// difference; with a number it is one node (needle's `AddScalar(-b)`).
     fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        bin(&self.inner, BinaryOp::Sub, o, false)
+        match other(o)? {
+            Other::S(_) => bin(&self.inner, BinaryOp::Sub, o, false),
+            Other::T(b) => Ok(wrap(self.inner.binary(BinaryOp::Add, &b.neg().q()?).q()?)),
+        }
     }
     fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        bin(&self.inner, BinaryOp::Sub, o, true)
+        match other(o)? {
+            Other::S(_) => bin(&self.inner, BinaryOp::Sub, o, true),
+            Other::T(b) => Ok(wrap(b.binary(BinaryOp::Add, &self.inner.neg().q()?).q()?)),
+        }
     }
     fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Mul, o, false)

@@ -373,13 +373,22 @@ def test_requires_grad_and_leaves():
 
 
 def test_tensor_dtype_defaults():
-    # needle's rule: NumPy data keeps its dtype (float64 stays float64, as in the NumPy-backed
-    # homeworks); Python numbers are float32 (needle's default); dtype= converts.
+    # needle's rule: the data keeps the dtype NumPy gives it (float64 stays float64, and a
+    # list of Python floats is float64, as in the NumPy-backed homeworks); dtype= converts.
     assert Tensor(np.ones(3)).dtype == "float64"
     assert Tensor(np.ones(3, np.float32)).dtype == "float32"
     assert Tensor(np.ones(3), dtype="float32").dtype == "float32"
-    assert Tensor([1.0, 2.0]).dtype == "float32"
-    assert Tensor(2.5).dtype == "float32"
+    assert Tensor([1.0, 2.0]).dtype == "float64"
+    assert Tensor([1.0, 2.0], dtype="float32").dtype == "float32"
+    assert Tensor(2.5).dtype == "float64"
+    # Python integers that require grad (the default) become float64, so that they can
+    # (needle differentiates Tensor([6])); without grad, and from NumPy, they stay integers.
+    assert Tensor([6]).dtype == "float64" and Tensor([6]).requires_grad
+    assert Tensor([6], requires_grad=False).dtype == "int64"
+    assert Tensor(np.array([6])).dtype == "int64"
+    assert Tensor([True]).dtype == "bool"
+    # Weak Python scalars keep the Tensor's dtype.
+    assert (Tensor(np.ones(2, np.float32)) * 2.5).dtype == "float32"
     assert Tensor(NDArray(np.ones(2))).dtype == "float64"
     assert Tensor(nd.array(np.ones(2))).dtype == "float32"
     t = Tensor(np.arange(6.0).reshape(2, 3), dtype="float64")

@@ -32,5 +32,14 @@ def test_logsoftmax_values_and_gradients():
     (y * ndl.Tensor(w, dtype="float64")).sum().backward()
     soft = np.exp(want)
     np.testing.assert_allclose(t.grad.numpy(), w - soft * w.sum(1, keepdims=True), atol=1e-12)
-    with pytest.raises(ValueError, match="logsoftmax: needle's op takes a 2-D"):
-        ndl.logsoftmax(ndl.Tensor(np.ones(3)))
+    # Any rank: over the last axis (hw4's tests compare with torch.log_softmax(axis=-1)),
+    # through a permuted (non-contiguous) input.
+    x3 = rng.normal(size=(4, 3, 5)).transpose(2, 0, 1)
+    t3 = ndl.Tensor(x3, dtype="float64")
+    m3 = x3.max(-1, keepdims=True)
+    want3 = x3 - (m3 + np.log(np.exp(x3 - m3).sum(-1, keepdims=True)))
+    np.testing.assert_allclose(ndl.logsoftmax(t3).numpy(), want3, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ndl.logsoftmax(ndl.Tensor(np.ones(3))).numpy(),
+                               np.full(3, -np.log(3.0)), rtol=1e-12)
+    with pytest.raises(ValueError, match="logsoftmax: needs at least one axis"):
+        ndl.logsoftmax(ndl.Tensor(np.float64(1.0)))

@@ -38,6 +38,7 @@ pub fn gradcheck_two_orders(
         };
         let opts = BackwardOptions {
             create_graph: true,
+            overwrite_grad: false,
             ..Default::default()
         };
         let gs = grad(&f(t)?, t, None, opts)?;

@@ -18,6 +18,7 @@ fn main() -> quill::Result<()> {
                 let opts = BackwardOptions {
                     retain_graph: false,
                     create_graph,
+                    overwrite_grad: false,
                 };
                 let g = grad(&y.sum(None, false)?, &[x.clone(), w.clone()], None, opts)?;
                 std::hint::black_box(g);

@@ -481,12 +481,44 @@ fn shape_mismatch_errs_naming_both_shapes_and_writes_nothing() {
         assert!(msg.contains(&format!("{shape:?}")), "{msg}");
         assert_eq!(a.to_vec::<i64>().unwrap(), (0..10).collect::<Vec<_>>());
     }
+    // Leading size-1 axes are dropped only while they are 1: the error names the given shape.
+    let e = a
+        .assign(&NDArray::zeros(&[1, 3, 5], DType::I64).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("[1, 3, 5]"), "{e}");
     // Through set: the view's shape is what is named.
     let e = a
         .set(&s![.., 1..3], &NDArray::zeros(&[3], DType::I64).unwrap())
         .unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("[2, 2]") && msg.contains("[3]"), "{msg}");
+}
+
+#[test]
+fn leading_unit_axes_of_the_value_are_dropped_as_numpy_does() {
+    // NumPy: `a[:] = ones((1, 1, 5))` into shape (5,), and a (1,) value into one element.
+    let a = NDArray::zeros(&[2, 5], DType::F64).unwrap();
+    let src =
+        NDArray::from_vec((0..5).map(|i| i as f64).collect::<Vec<_>>(), &[1, 1, 1, 5]).unwrap();
+    a.assign(&src).unwrap();
+    let want: Vec<f64> = (0..10).map(|i| (i % 5) as f64).collect();
+    assert_eq!(a.to_vec::<f64>().unwrap(), want);
+    // Into a 0-d view (an element): a (1,) and a (1, 1) value.
+    let elem = a.slice(&s![1, 2]).unwrap();
+    assert_eq!(elem.ndim(), 0);
+    elem.assign(&NDArray::from_vec(vec![42.0f64], &[1]).unwrap())
+        .unwrap();
+    elem.assign(&NDArray::from_vec(vec![43.0f64], &[1, 1]).unwrap())
+        .unwrap();
+    assert_eq!(a.to_vec::<f64>().unwrap()[7], 43.0);
+    // Through a stepped, reversed view.
+    let v = a.slice(&s![.., ..;-2]).unwrap();
+    v.assign(&NDArray::from_vec(vec![-1.0f64, -2.0, -3.0], &[1, 3]).unwrap())
+        .unwrap();
+    assert_eq!(
+        a.to_vec::<f64>().unwrap(),
+        vec![-3.0, 1.0, -2.0, 3.0, -1.0, -3.0, 1.0, -2.0, 3.0, -1.0]
+    );
 }
 
 #[test]

@@ -474,6 +474,7 @@ fn second_order_through_create_graph() {
     let opts = BackwardOptions {
         retain_graph: false,
         create_graph: true,
+        overwrite_grad: false,
     };
     for causal in [false, true] {
         let ins = [

@@ -99,6 +99,7 @@ fn retain_graph_and_release() {
         BackwardOptions {
             retain_graph: true,
             create_graph: false,
+            overwrite_grad: false,
         },
     )
     .unwrap();
@@ -126,6 +127,7 @@ fn second_derivative_of_cube() {
     let opts = BackwardOptions {
         retain_graph: false,
         create_graph: true,
+        overwrite_grad: false,
     };
     let g = grad(&y, std::slice::from_ref(&x), None, opts)
         .unwrap()
@@ -181,6 +183,7 @@ fn hessian_vector_product_of_a_tanh_mlp() {
     let opts = BackwardOptions {
         retain_graph: false,
         create_graph: true,
+        overwrite_grad: false,
     };
     let p = Tensor::from_array(p0.clone(), true).unwrap();
     let g = grad(&mlp_loss(&p, &x, &y), std::slice::from_ref(&p), None, opts)

@@ -425,6 +425,7 @@ fn first_order(
     let opts = BackwardOptions {
         retain_graph: true,
         create_graph: true,
+        overwrite_grad: false,
     };
     let g = grad(&l, &[x.clone(), w.clone()], None, opts).unwrap();
     (g[0].clone(), g[1].clone())

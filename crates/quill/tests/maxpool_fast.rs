@@ -204,6 +204,7 @@ fn gradcheck_and_second_order() {
         let opts = BackwardOptions {
             retain_graph: true,
             create_graph: true,
+            overwrite_grad: false,
         };
         let g = grad(&l, std::slice::from_ref(&x), None, opts).unwrap();
         let h = g[0].mul(&s_).unwrap().sum(None, false).unwrap();

@@ -619,6 +619,7 @@ fn fused_gradients_equal_the_per_step_graph() -> Result<()> {
                 let opts = BackwardOptions {
                     retain_graph: true,
                     create_graph: true,
+                    overwrite_grad: false,
                 };
                 let gx = grad(&loss, std::slice::from_ref(&x), None, opts)?;
                 gx[0].square()?.sum(None, false)?

@@ -70,13 +70,23 @@ impl NDArray {
         } else {
             src.clone()
         };
+        // As NumPy's setitem, leading size-1 axes beyond the destination's rank are dropped
+        // (`a[:] = ones((1, 3))` into shape (3,), `a[0, 0] = ones(1)`).
+        let given: quill_core::Dims = src.shape().into();
+        let extra = src.ndim().saturating_sub(self.ndim());
+        let src = &if extra > 0 && src.shape()[..extra].iter().all(|&d| d == 1) {
+            let kept: Vec<isize> = src.shape()[extra..].iter().map(|&d| d as isize).collect();
+            src.view(&kept)?
+        } else {
+            src.clone()
+        };
         let src = match src.layout.broadcast_to(self.shape()) {
             Ok(l) => src.with_layout(l),
             Err(_) => {
                 return Err(Error::ShapeMismatch {
                     op: OP,
                     lhs: self.shape().into(),
-                    rhs: src.shape().into(),
+                    rhs: given,
                     hint: " (the value must broadcast to the destination's shape)".into(),
                 })
             }

@@ -108,7 +108,7 @@ Exp = _op("Exp", (), lambda s, a: _ops().exp(a))
 ReLU = _op("ReLU", (), lambda s, a: _ops().relu(a))
 Tanh = _op("Tanh", (), lambda s, a: _ops().tanh(a))
 LogSoftmax = _op("LogSoftmax", (), lambda s, a: _ops()._logsoftmax(a),
-                 doc="``a - logsumexp(a)`` over axis 1 of a 2-D Tensor.", base=_Composite)
+                 doc="``a - logsumexp(a)`` over the last axis.", base=_Composite)
 LogSumExp = _op("LogSumExp", ("axes",), lambda s, a: _ops()._logsumexp(a, s.axes),
                 base=_Composite)
 Flip = _op("Flip", ("axes",), lambda s, a: _ops().flip(a, s.axes))
@@ -120,6 +120,7 @@ Conv = _op("Conv", ("stride", "padding"),
            lambda s, a, b: _ops().conv(a, b, s.stride, s.padding),
            defaults={"stride": 1, "padding": 0},
            doc="needle's conv: NHWC input, (K, K, C_in, C_out) weight.")
+GetItem = _op("GetItem", ("idxs",), lambda s, a: a[s.idxs], doc="``a[idxs]``.")
 Stack = _op("Stack", ("axis",), lambda s, *xs: _ops()._stack(list(xs), s.axis),
             doc="Stacks Tensors along a new axis ``axis``.", base=_Composite)
 
@@ -127,5 +128,5 @@ __all__ = [
     "EWiseAdd", "AddScalar", "EWiseMul", "MulScalar", "EWisePow", "PowerScalar", "EWiseDiv",
     "DivScalar", "Negate", "MatMul", "Transpose", "Reshape", "BroadcastTo", "Summation", "Log",
     "Exp", "ReLU", "Tanh", "LogSoftmax", "LogSumExp", "Flip", "Dilate", "UnDilate", "Conv",
-    "Stack",
+    "GetItem", "Stack",
 ]

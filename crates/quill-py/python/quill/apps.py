@@ -2,6 +2,8 @@
 and training loops, importable as ``quill.apps``, over quill's nn, optim and data (each layer,
 loss and optimizer step runs in Rust).
 
+- ``parse_mnist``, ``softmax_loss``, ``nn_epoch``, ``loss_err``: hw1's two-layer network
+  trained by hand (Tensor ops, ``backward``, an SGD step on the weights' values).
 - ``ResidualBlock``, ``MLPResNet``, ``epoch``, ``train_mnist``: hw2's MLP ResNet on MNIST.
 - ``ResNet9``, ``LanguageModel`` (from ``quill.models``), ``epoch_general_cifar10``,
   ``train_cifar10``, ``evaluate_cifar10``, ``epoch_general_ptb``, ``train_ptb``,
@@ -12,15 +14,54 @@ import os
 
 import numpy as np
 
-from . import data, nn, optim
-from ._native import clip_grad_norm
+from . import data, nn, ops, optim
+from ._native import Tensor, clip_grad_norm
+from .data import parse_mnist
 from .models import LanguageModel, ResNet9
 
 __all__ = [
-    "ResidualBlock", "MLPResNet", "epoch", "train_mnist", "ResNet9", "LanguageModel",
+    "parse_mnist", "softmax_loss", "nn_epoch", "loss_err", "ResidualBlock", "MLPResNet", "epoch", "train_mnist", "ResNet9", "LanguageModel",
     "epoch_general_cifar10", "train_cifar10", "evaluate_cifar10", "epoch_general_ptb",
     "train_ptb", "evaluate_ptb",
 ]
+
+
+def softmax_loss(Z, y_one_hot):
+    """Mean softmax cross-entropy of logits ``Z`` (batch, classes) against one-hot
+    ``y_one_hot`` (same shape): ``mean(logsumexp(Z) - sum(Z * y))``, a Tensor (hw1's)."""
+    batch = Z.shape[0]
+    return (ops.logsumexp(Z, axes=(1,)).sum() - (Z * y_one_hot).sum()) / batch
+
+
+def nn_epoch(X, y, W1, W2, lr=0.1, batch=100):
+    """One epoch of minibatch SGD, in order, for ``logits = ReLU(X @ W1) @ W2`` (hw1's
+    two-layer network without biases): ``X`` (n, d) and ``y`` (n,) NumPy arrays, ``W1``,
+    ``W2`` Tensors. Returns the new ``(W1, W2)``, fresh leaf Tensors of the same dtypes."""
+    X = np.asarray(X)
+    y = np.asarray(y).reshape(-1)
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"nn_epoch: X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
+    if batch < 1:
+        raise ValueError(f"nn_epoch: batch must be >= 1, got {batch}")
+    k = W2.shape[1]
+    for start in range(0, X.shape[0], batch):
+        xb, yb = X[start:start + batch], y[start:start + batch]
+        onehot = np.zeros((yb.shape[0], k), dtype=X.dtype)
+        onehot[np.arange(yb.shape[0]), yb] = 1
+        loss = softmax_loss(ops.relu(Tensor(xb) @ W1) @ W2, Tensor(onehot))
+        loss.backward()
+        W1 = Tensor((W1 - lr * W1.grad).realize_cached_data())
+        W2 = Tensor((W2 - lr * W2.grad).realize_cached_data())
+    return W1, W2
+
+
+def loss_err(h, y):
+    """``(softmax loss, error rate)`` of logits ``h`` (a Tensor) against labels ``y`` (a
+    NumPy array), as NumPy values."""
+    y = np.asarray(y).reshape(-1)
+    onehot = np.zeros((y.shape[0], h.shape[-1]), dtype=np.float32)
+    onehot[np.arange(y.size), y] = 1
+    return softmax_loss(h, Tensor(onehot)).numpy(), np.mean(h.numpy().argmax(axis=1) != y)
 
 
 def ResidualBlock(dim, hidden_dim, norm=nn.BatchNorm1d, drop_prob=0.1):

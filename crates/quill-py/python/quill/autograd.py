@@ -203,6 +203,25 @@ def _op(self):
     return BuiltinOp(name)
 
 
+def _setitem(self, idxs, value):
+    """``t[idxs] = value``: writes ``value`` (a Tensor, NDArray, array or number, broadcast to
+    the selected shape) into ``t``'s data in place, outside the graph, as needle code writes
+    ``t.realize_cached_data()[idxs] = ...``. Refused on a tensor that an op computed and that
+    needs a gradient: its value may already be saved for that op's backward."""
+    if self.requires_grad and not self.is_leaf():
+        raise RuntimeError(
+            "Tensor.__setitem__: this tensor was computed by an op and requires grad; writing "
+            "into it would change what its backward saw. Write into a leaf, or into "
+            "t.detach() / a copy.")
+    if isinstance(value, Tensor):
+        value = value.realize_cached_data()
+    self.realize_cached_data()[idxs] = value
+
+
+Tensor.__setitem__ = _setitem
+# ``ndarray - tensor`` defers to ``Tensor.__rsub__`` (a Tensor, in the graph), as NumPy does
+# for PyTorch's tensors; NumPy functions (``np.exp(t)``) still read the values.
+Tensor.__array_priority__ = 1000
 Tensor.op = property(_op, doc="The op that made this tensor (``None`` for a leaf).")
 Tensor.make_from_op = staticmethod(make_from_op)
 Tensor.make_const = staticmethod(make_const)

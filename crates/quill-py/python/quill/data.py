@@ -82,12 +82,18 @@ class MNISTDataset(Dataset):
         return self.images.shape[0]
 
     def __getitem__(self, index):
+        """Image(s) as (28, 28, 1) height-width-channel arrays (a batch (n, 28, 28, 1) for a
+        slice or index array), after the transforms, and the label(s): needle's hw2 shape,
+        which its transforms (flip, crop) take. Models flatten them (``x.reshape((n, -1))``)."""
         x = self.images[index]
-        if self.transforms:
-            if np.ndim(index) == 0:
-                x = self.apply_transforms(x.reshape(28, 28, 1)).reshape(784)
-            else:
-                x = np.stack([self.apply_transforms(r.reshape(28, 28, 1)).reshape(784) for r in x])
+        if isinstance(index, numbers.Integral):
+            x = x.reshape(28, 28, 1)
+            if self.transforms:
+                x = self.apply_transforms(x)
+        else:
+            x = x.reshape(-1, 28, 28, 1)
+            if self.transforms:
+                x = np.stack([self.apply_transforms(r) for r in x])
         return x, self.labels[index]
 
 

@@ -1,6 +1,8 @@
 """needle's ``ops``: differentiable functions of Tensors, each one quill op (or a few). Besides
 needle's own names, one function per op of quill's table (``exp``, ``relu``, ``maximum``,
 ``atan2``, ...), made at the end of this file."""
+import numpy as np
+
 from . import _optable
 from .autograd import Op, TensorOp, TensorTuple, TensorTupleOp  # noqa: F401 - needle's names
 from ._needle_ops import *  # noqa: F401,F403 - needle's op classes (EWiseAdd, ...)
@@ -13,8 +15,16 @@ def add(a, b):
     return a + b
 
 
+def _scalar(x):
+    # needle passes NumPy values as scalars too (``divide_scalar(a, np.random.randn(1))``):
+    # a one-element array is that number.
+    if isinstance(x, (np.ndarray, np.generic)) and x.size == 1:
+        return x.item()
+    return x
+
+
 def add_scalar(a, scalar):
-    return a + scalar
+    return a + _scalar(scalar)
 
 
 def multiply(a, b):
@@ -22,11 +32,11 @@ def multiply(a, b):
 
 
 def mul_scalar(a, scalar):
-    return a * scalar
+    return a * _scalar(scalar)
 
 
 def power_scalar(a, scalar):
-    return a ** scalar
+    return a ** _scalar(scalar)
 
 
 def elementwise_pow(a, b):
@@ -43,7 +53,7 @@ def divide(a, b):
 
 
 def divide_scalar(a, scalar):
-    return a / scalar
+    return a / _scalar(scalar)
 
 
 def negate(a):
@@ -81,19 +91,25 @@ def logsumexp(a, axes=None):
 
 
 def _logsoftmax(a):
-    if len(a.shape) != 2:
-        raise ValueError(f"logsoftmax: needle's op takes a 2-D (batch, classes) Tensor, got "
-                         f"shape {tuple(a.shape)}; use Tensor.log_softmax(axis) otherwise")
-    return a.log_softmax(1)
+    if len(a.shape) == 0:
+        raise ValueError("logsoftmax: needs at least one axis (the classes, last), got a 0-D "
+                         "Tensor")
+    return a.log_softmax(len(a.shape) - 1)
 
 
 def logsoftmax(a):
-    """needle's ``logsoftmax``: ``a - logsumexp(a)`` over axis 1 of a (batch, classes) Tensor,
-    by quill's fused log_softmax; one graph node (``LogSoftmax``), differentiable to any
-    order."""
-    if len(a.shape) != 2:
+    """needle's ``logsoftmax``: ``a - logsumexp(a)`` over the last axis (the classes: axis 1
+    of needle's (batch, classes) Tensor), by quill's fused log_softmax; one graph node
+    (``LogSoftmax``), differentiable to any order."""
+    if len(a.shape) == 0:
         _logsoftmax(a)  # raises the shape error
     return LogSoftmax()(a)
+
+
+def get_item(a, idxs):
+    """needle's ``get_item``: ``a[idxs]`` (ints and slices; quill also takes index arrays),
+    a view whose gradient scatters back into ``a``'s shape."""
+    return a[idxs]
 
 
 def _stack(args, axis):
@@ -174,3 +190,23 @@ for _op in _optable.UNARY:
     globals().setdefault(_op, _unary(_op))
 for _op in _optable.BINARY:
     globals().setdefault(_op, _binary(_op))
+
+
+def _needle_gradient(out_grad, node):
+    """``f.gradient(out_grad, node)`` for a needle function ``f``: the gradient of each input
+    of ``node`` (made by ``f``), as a tuple: the same as ``node.op.gradient_as_tuple``."""
+    return tuple(node.op.gradient_as_tuple(out_grad, node))
+
+
+def _attach_gradients():
+    # needle's tests call ``ndl.tanh.gradient(c, out)``: the function stands for its op.
+    import types
+
+    for name, f in list(globals().items()):
+        if isinstance(f, types.FunctionType) and not name.startswith("_") \
+                and f.__module__ == __name__:
+            f.gradient = _needle_gradient
+            f.gradient_as_tuple = _needle_gradient
+
+
+_attach_gradients()

@@ -263,6 +263,7 @@ impl<R: Real> Backward for Layer<R> {
             let opts = BackwardOptions {
                 retain_graph: true,
                 create_graph: true,
+                overwrite_grad: false,
             };
             let mut gs = grad(&y, &wanted, Some(g), opts)?.into_iter();
             return Ok(need

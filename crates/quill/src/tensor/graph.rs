@@ -1,7 +1,8 @@
 //! The backward pass: a topological sort of the recorded graph and one reversed loop that
 //! hands each node's gradient to its op's `Backward` and sums what flows into each input
 //! (micrograd's engine, with PyTorch's options). Leaves (and `retain_grad` tensors)
-//! accumulate into `grad()`; `grad()` (the function) returns gradients without touching them.
+//! accumulate into `grad()` (or, with `overwrite_grad`, are set to the pass's gradient, as
+//! needle's are); `grad()` (the function) returns gradients without touching them.
 
 use super::mode::set_grad_enabled;
 use super::{GradFn, Node, Tensor};
@@ -18,6 +19,9 @@ pub struct BackwardOptions {
     /// Record the backward pass itself, so that gradients can be differentiated again. Implies
     /// `retain_graph`.
     pub create_graph: bool,
+    /// Each leaf's `grad()` becomes this pass's gradient instead of accumulating into it
+    /// (needle's `backward`, where every pass sets `.grad`).
+    pub overwrite_grad: bool,
 }
 
 impl Tensor {
@@ -55,6 +59,15 @@ pub fn grad(
             Some(g) => Ok(g),
             None => x.zeros_like(),
         })
+        .collect()
+}
+
+/// The leaves that a backward pass from `root` reaches (each once): the tensors whose `grad()`
+/// it sets.
+pub fn grad_leaves(root: &Tensor) -> Vec<Tensor> {
+    topo(std::slice::from_ref(root))
+        .into_iter()
+        .filter(|t| t.is_leaf())
         .collect()
 }
 
@@ -156,8 +169,8 @@ fn run(
             out[i] = Some(g.clone());
         } else if wanted.is_none() && (node.is_leaf() || node.0.retains_grad.get()) {
             let acc = match node.grad() {
-                Some(old) => old.add(&g)?,
-                None => g.clone(),
+                Some(old) if !opts.overwrite_grad => old.add(&g)?,
+                _ => g.clone(),
             };
             *node.0.grad.borrow_mut() = Some(acc);
             node.run_grad_hooks()?;

@@ -17,7 +17,7 @@ mod ops;
 
 pub use custom::{live_tensors, CustomOp};
 pub use gradcheck::{gradcheck, GradcheckOptions, GradcheckReport};
-pub use graph::{grad, BackwardOptions};
+pub use graph::{grad, grad_leaves, BackwardOptions};
 pub use mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 
 use crate::{Device, NDArray};
@@ -90,7 +90,24 @@ thread_local! {
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Rc<Node>);
 
+/// A handle to a tensor that does not keep it alive (`Rc`'s `Weak`): for records about the
+/// graph that must not hold it, or form a cycle with it.
+#[derive(Clone)]
+pub struct WeakTensor(std::rc::Weak<Node>);
+
+impl WeakTensor {
+    /// The tensor, while something else keeps it alive.
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.0.upgrade().map(Tensor)
+    }
+}
+
 impl Tensor {
+    /// A handle that does not keep this tensor alive.
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor(Rc::downgrade(&self.0))
+    }
+
     fn from_node(data: NDArray, requires_grad: bool, grad_fn: GradFn) -> Tensor {
         Tensor(Rc::new(Node::counted(Node::new(
             data,

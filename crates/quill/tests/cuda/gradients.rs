@@ -110,6 +110,7 @@ fn zero_states_and_padded_copies_are_made_on_the_device(dev: Device) -> Result<(
     let opts = BackwardOptions {
         retain_graph: true,
         create_graph: true,
+        overwrite_grad: false,
     };
     let loss = y.square()?.sum(None, false)?;
     let gx = grad(&loss, std::slice::from_ref(&x), None, opts)?.remove(0);

@@ -188,6 +188,7 @@ fn composite_input_grad(
         let opts = BackwardOptions {
             retain_graph: false,
             create_graph: true,
+            overwrite_grad: false,
         };
         let mut gz = grad(&cols, std::slice::from_ref(&z), Some(&dcols), opts)?;
         Ok(gz.remove(0))

@@ -31,6 +31,7 @@ impl Backward for MaxPool2d {
             let opts = BackwardOptions {
                 retain_graph: false,
                 create_graph: true,
+                overwrite_grad: false,
             };
             let mut gz = grad(&y, std::slice::from_ref(&z), Some(g), opts)?;
             return Ok(vec![Some(gz.remove(0))]);
