@@ -1,0 +1,2 @@
+"""The mlp_resnet app a needle student writes, from quill.apps."""
+from quill.apps import *  # noqa: F401,F403
