@@ -9,6 +9,7 @@ mod data;
 mod export;
 mod graph;
 mod guard;
+mod layers;
 mod ndarray;
 mod optim;
 mod second_order;
@@ -55,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(guard::_debug_panic, m)?)?;
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
+    layers::register(m)?;
     data::register(m)?;
     graph::register(m)?;
     optim::register(m)?;

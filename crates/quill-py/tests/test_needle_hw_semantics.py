@@ -267,3 +267,47 @@ def test_apps_loops_seed_numpy_first_as_needle_skeletons():
     run(3)
     assert np.random.rand() != first  # the loop drew from the reseeded RNG
     assert run(1, seed=None) != run(2, seed=None)
+
+
+def test_linear_and_layernorm1d_run_the_rust_layers_over_their_parameters():
+    rng = np.random.default_rng(6)
+    ln = ndl.nn.LayerNorm1d(5, eps=1e-3)
+    ln.weight = ndl.nn.Parameter(ndl.Tensor(rng.normal(size=5)))
+    ln.bias = ndl.nn.Parameter(ndl.Tensor(rng.normal(size=5)))
+    xa = rng.normal(size=(5, 4)).T  # a transposed (non-contiguous) input, float64
+    x = ndl.Tensor(xa)
+    y = ln(x)
+    mu = xa.mean(1, keepdims=True)
+    var = ((xa - mu) ** 2).mean(1, keepdims=True)
+    xhat = (xa - mu) / np.sqrt(var + 1e-3)
+    want = ln.weight.numpy() * xhat + ln.bias.numpy()
+    assert y.dtype == "float64"
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-12)
+    # Gradients reach the very Parameters (finite differences on the weight).
+    c = rng.normal(size=want.shape)
+    (y * ndl.Tensor(c)).sum().backward()
+    w0 = ln.weight.numpy().copy()
+    num = np.zeros(5)
+    for j in range(5):
+        for sgn in (1, -1):
+            w = w0.copy()
+            w[j] += sgn * 1e-6
+            num[j] += sgn * ((w * xhat + ln.bias.numpy()) * c).sum() / 2e-6
+    np.testing.assert_allclose(ln.weight.grad.numpy(), num, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"LayerNorm1d: expected input of shape \(N, 5\)"):
+        ln(ndl.Tensor(np.ones((2, 4))))
+
+    np.random.seed(3)
+    lin = ndl.nn.Linear(4, 3)
+    xa = rng.normal(size=(2, 4))  # float64 data, float32 parameters: NumPy gives float64
+    out = lin(ndl.Tensor(xa))
+    assert out.dtype == "float64"
+    np.testing.assert_allclose(out.numpy(), xa @ lin.weight.numpy() + lin.bias.numpy(),
+                               rtol=1e-6)
+    out.sum().backward()
+    np.testing.assert_allclose(lin.bias.grad.numpy(), [2.0, 2.0, 2.0], rtol=1e-6)
+    assert lin.weight.grad.dtype == "float32"
+    with pytest.raises(ValueError, match="Linear"):
+        lin(ndl.Tensor(np.ones((2, 5), np.float32)))
+    with pytest.raises(ValueError, match=r"bias must be \(out_features,\)"):
+        ndl._native.linear(ndl.Tensor(np.ones((2, 4))), lin.weight, ndl.Tensor(np.ones(2)))
