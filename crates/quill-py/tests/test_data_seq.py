@@ -80,3 +80,23 @@ def test_cifar10_dataset_reads_pickled_batches(tmp_path):
     assert bx.shape == (4, 3, 32, 32) and by.shape == (4,)
     with pytest.raises(FileNotFoundError):
         CIFAR10Dataset(str(tmp_path / "none"), train=True)
+
+
+def test_corpus_tokenize_extends_the_dictionary_and_reports_bad_files(tmp_path):
+    (tmp_path / "train.txt").write_text("a b\n")
+    (tmp_path / "test.txt").write_text("b c\n")
+    c = Corpus(str(tmp_path))
+    before = list(c.dictionary.idx2word)
+    (tmp_path / "more.txt").write_text("c d e\nf g\n")
+    ids = c.tokenize(str(tmp_path / "more.txt"), max_lines=1)
+    d = c.dictionary
+    assert d.idx2word[:len(before)] == before
+    assert [d.idx2word[i] for i in ids] == ["c", "d", "e", "<eos>"]
+    assert len(d) == len(before) + 2 and d.word2idx["e"] == len(d) - 1
+    (tmp_path / "bad.txt").write_bytes(b"ok\n\xff\xfe\n")
+    with pytest.raises(ValueError, match="line 2 is not UTF-8"):
+        c.tokenize(str(tmp_path / "bad.txt"))
+    with pytest.raises(FileNotFoundError):
+        c.tokenize(str(tmp_path / "nope.txt"))
+    with pytest.raises(ValueError, match="token ids must be >= 0"):
+        batchify([1, -2, 3], 1)

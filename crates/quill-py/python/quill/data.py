@@ -1,7 +1,6 @@
 """needle's ``data``: datasets, a batching DataLoader, MNIST (IDX files) and CIFAR-10 (pickled
 batches) read by quill's Rust readers (no file is parsed, let alone unpickled, in Python), and
 text corpora."""
-import gzip
 import numbers
 
 import numpy as np
@@ -176,52 +175,40 @@ class Dictionary:
 class Corpus:
     """needle's ``Corpus``: ``train.txt`` and ``test.txt`` (and ``valid.txt`` when present; each
     may be ``.gz``) in ``base_dir``, tokenised by whitespace with ``<eos>`` per line, or by
-    character (``tokens="char"``, ``"\\n"`` per line); at most ``max_lines`` lines of each."""
+    character (``tokens="char"``, ``"\\n"`` per line); at most ``max_lines`` lines of each. Read
+    and tokenised by quill's Rust reader (``quill::data::Corpus``), the one the CLI trains on."""
 
     def __init__(self, base_dir, max_lines=None, tokens="word"):
-        import os
-
         if tokens not in ("word", "char"):
             raise ValueError(f"tokens must be 'word' or 'char', got {tokens!r}")
         self.tokens = tokens
         self.dictionary = Dictionary()
-        find = lambda n: next(
-            (p for p in (os.path.join(base_dir, n + ".gz"), os.path.join(base_dir, n))
-             if os.path.isfile(p)), None)
-        for name in ("train.txt", "test.txt"):
-            if find(name) is None:
-                raise FileNotFoundError(f"{os.path.join(base_dir, name)}: not found (nor .gz)")
-        self.train = self.tokenize(find("train.txt"), max_lines)
-        valid = find("valid.txt")
-        self.valid = self.tokenize(valid, max_lines) if valid else []
-        self.test = self.tokenize(find("test.txt"), max_lines)
+        words, self.train, self.valid, self.test = _native.read_corpus(
+            str(base_dir), tokens, max_lines)
+        for w in words:
+            self.dictionary.add_word(w)
 
     def tokenize(self, path, max_lines=None):
-        opener = gzip.open if str(path).endswith(".gz") else open
-        ids = []
-        with opener(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if max_lines is not None and i >= max_lines:
-                    break
-                line = line.rstrip("\n")
-                if self.tokens == "word":
-                    ids.extend(self.dictionary.add_word(w) for w in line.split())
-                    ids.append(self.dictionary.add_word("<eos>"))
-                else:
-                    ids.extend(self.dictionary.add_word(c) for c in line)
-                    ids.append(self.dictionary.add_word("\n"))
+        """The ids of the first ``max_lines`` lines of ``path``, adding new tokens to
+        ``self.dictionary`` (quill's Rust tokenizer)."""
+        ids, new = _native.tokenize_file(str(path), list(self.dictionary.idx2word),
+                                         self.tokens, max_lines)
+        for w in new:
+            self.dictionary.add_word(w)
         return ids
 
 
 def batchify(data, batch_size, device=None, dtype=None):
     """needle's ``batchify``: a (nbatch, batch_size) NumPy array whose column j is the j-th
-    consecutive run of ``nbatch = len(data) // batch_size`` tokens (the rest dropped)."""
+    consecutive run of ``nbatch = len(data) // batch_size`` tokens (the rest dropped), made by
+    quill's Rust ``batchify``."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batchify: batch_size must be an int, got {batch_size!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    nbatch = len(data) // batch_size
-    if nbatch == 0:
-        raise ValueError(f"{len(data)} tokens cannot fill one row of batch_size {batch_size}")
-    return np.array(data[: nbatch * batch_size], dtype=dtype or np.int64).reshape(batch_size, nbatch).T
+    ids = _native.NDArray(np.asarray(data, dtype=np.int64).reshape(-1))
+    out = _native.batchify(ids, int(batch_size)).numpy()
+    return out if dtype is None else out.astype(dtype)
 
 
 def get_batch(batches, i, bptt, device=None, dtype=None):

@@ -36,7 +36,9 @@ pub use dataset::{Dataset, TensorDataset};
 pub use idx::{read_idx, read_idx_with_checksum, sha256_hex, Checksum};
 pub use loader::{DataLoader, Epoch};
 pub use mnist::{Mnist, MnistRaw};
-pub use text::{batchify, get_batch, unigram_perplexity, Corpus, Dictionary, Tokenizer};
+pub use text::{
+    batchify, get_batch, tokenize_file, unigram_perplexity, Corpus, Dictionary, Tokenizer,
+};
 pub use transforms::{Compose, Normalize, RandomCrop, RandomHorizontalFlip, Transform};
 
 use quill_core::Error;

@@ -155,6 +155,18 @@ fn tokenize_line(line: &str, tokenizer: Tokenizer, dict: &mut Dictionary, ids: &
     }
 }
 
+/// The ids of the first `max_lines` lines of the file at `path` (raw or gzip), adding new
+/// tokens to `dict`: needle's `Corpus.tokenize`, one file at a time (checked against a
+/// `SHA256SUMS` beside it when that lists the file).
+pub fn tokenize_file(
+    path: impl AsRef<Path>,
+    tokenizer: Tokenizer,
+    max_lines: Option<usize>,
+    dict: &mut Dictionary,
+) -> Result<Vec<usize>> {
+    read_split(path.as_ref(), tokenizer, max_lines, dict).map(|(ids, _)| ids)
+}
+
 /// The ids of the first `max_lines` lines of the file at `path` (raw or gzip, told apart by
 /// the gzip magic), read a line at a time through the decoder so that a line limit stops the
 /// reading early: a large compressed corpus is never inflated whole. A file `SHA256SUMS`
