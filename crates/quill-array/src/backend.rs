@@ -6,7 +6,8 @@
 //! `Error::Unsupported` (no kernel for that op or dtype), the operands' whole buffers are copied
 //! to the host, the CPU kernel runs with the same layouts, and the result is copied back to the
 //! operands' GPU (an op that writes in place writes the host result back into its GPU buffer).
-//! Correct on every device, fast where kernels exist.
+//! Correct on every device, fast where kernels exist; each such round trip is counted
+//! (`fallback::host_round_trips`).
 //!
 //! Operands of one op must share a device; the array layer calls `colocate` first, which lets
 //! a one-element CPU array (a scalar) join a GPU op, as PyTorch does.
@@ -40,7 +41,8 @@ macro_rules! dispatch {
             ($(Storage::Cuda($s),)+) => {
                 let ordinal = [$($s.ordinal()),+][0];
                 match $call {
-                    Err(Error::Unsupported { .. }) => {
+                    Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note($op, &e);
                         $(let $s = to_host($s)?; let $s = &$s;)+
                         upload($call?, ordinal)
                     }
@@ -65,7 +67,8 @@ macro_rules! dispatch3 {
             ($(Storage::Cuda($s),)+) => {
                 let ordinal = [$($s.ordinal()),+][0];
                 match $call {
-                    Err(Error::Unsupported { .. }) => {
+                    Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note($op, &e);
                         $(let $s = to_host($s)?; let $s = &$s;)+
                         let (a, b, c) = $call?;
                         Ok((upload(a, ordinal)?, upload(b, ordinal)?, upload(c, ordinal)?))
@@ -88,7 +91,8 @@ macro_rules! dispatch_mut {
             (Storage::Cpu($d), $(Storage::Cpu($s),)*) => $call,
             #[cfg(feature = "cuda")]
             (Storage::Cuda($d), $(Storage::Cuda($s),)*) => match $call {
-                Err(Error::Unsupported { .. }) => {
+                Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note($op, &e);
                     let back: &mut CudaStorage = $d;
                     let mut host_dst = to_host(back)?;
                     {
@@ -380,7 +384,8 @@ impl Storage {
             #[cfg(feature = "cuda")]
             (Storage::Cuda(q), Storage::Cuda(k), Storage::Cuda(v)) => {
                 match Backend::attention((q, qo), (k, ko), (v, vo), dims) {
-                    Err(Error::Unsupported { .. }) => {
+                    Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note("scaled_dot_product_attention", &e);
                         let (hq, hk, hv) = (to_host(q)?, to_host(k)?, to_host(v)?);
                         let (o, l) = Backend::attention((&hq, qo), (&hk, ko), (&hv, vo), dims)?;
                         Ok((upload(o, q.ordinal())?, upload(l, q.ordinal())?))
@@ -440,7 +445,8 @@ impl Storage {
                     dims,
                 );
                 match r {
-                    Err(Error::Unsupported { .. }) => {
+                    Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note("scaled_dot_product_attention_backward", &e);
                         let h = [qs, ks, vs, os, gs, ls]
                             .map(to_host)
                             .into_iter()
@@ -501,7 +507,9 @@ impl Storage {
                     }
                 }
                 match Backend::update(rule, (&mut *p, po), (g, go), &mut st, n) {
-                    Err(Error::Unsupported { .. }) => {}
+                    Err(e @ Error::Unsupported { .. }) => {
+                        crate::fallback::note(op, &e);
+                    }
                     r => return r,
                 }
                 // Host fallback: every buffer down, the CPU rule, the written ones back up.

@@ -6,9 +6,11 @@
 
 mod backend;
 pub mod device;
+mod fallback;
 pub mod ndarray;
 
 #[cfg(feature = "cuda")]
 pub use backend::cuda;
 pub use device::Device;
+pub use fallback::{host_round_trips, reset_host_round_trips};
 pub use ndarray::{NDArray, Pinned};

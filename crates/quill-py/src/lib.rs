@@ -27,6 +27,21 @@ fn unary_op_names() -> Vec<&'static str> {
     UnaryOp::ALL.iter().map(|u| u.name()).collect()
 }
 
+/// `{op: count}`: how many times each op ran on host copies because its GPU backend had no
+/// kernel for it (`quill::host_round_trips`); empty on the CPU.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn host_round_trips() -> std::collections::BTreeMap<&'static str, u64> {
+    quill::host_round_trips().into_iter().collect()
+}
+
+/// Sets the counts of `host_round_trips` back to zero.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn reset_host_round_trips() {
+    quill::reset_host_round_trips()
+}
+
 /// The names of quill's binary ops (quill-core's `binary_ops!`), in table order.
 #[quill_py_guard::guard]
 #[pyfunction]
@@ -54,6 +69,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(binary_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(guard::_debug_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(host_round_trips, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_host_round_trips, m)?)?;
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
     layers::register(m)?;

@@ -445,3 +445,15 @@ def test_every_exported_rust_function_is_guarded():
                 if "quill_py_guard::guard" not in lines[i - 1]:
                     missing.append(f"{f.name}:{i + 1}")
     assert not missing, missing
+
+
+def test_host_round_trips_is_empty_on_the_cpu_and_resets():
+    import quill
+    from quill import backend_ndarray as nd
+
+    a = nd.NDArray(np.array([[0.0, 1.0], [2.0, 0.0]], dtype=np.float32))
+    a.numpy().nonzero()
+    (a + a).sum()
+    assert quill.host_round_trips() == {}
+    quill.reset_host_round_trips()
+    assert quill.host_round_trips() == {}

@@ -72,6 +72,7 @@ impl NDArray {
                 "a rank-0 array has no coordinates to list; use reshape(1) (or atleast_1d) first",
             ));
         }
+        crate::fallback::note_off_host("nonzero", self.device());
         let mask = self
             .to_device(Device::Cpu)?
             .astype(DType::Bool)?
@@ -101,6 +102,7 @@ impl NDArray {
             ));
         }
         let common = quill_core::promote::promote_types(self.dtype(), values.dtype());
+        crate::fallback::note_off_host(OP, self.device());
         let s = self.to_device(Device::Cpu)?.astype(common)?;
         let v = values.to_device(Device::Cpu)?.astype(common)?;
         let out = dispatch_dtype!(common, T => {

@@ -263,5 +263,6 @@ pub fn run(o: Options) -> Result<(), String> {
         png.display(),
         o.checkpoint_path().display()
     );
+    super::report_host_round_trips(o.device);
     Ok(())
 }

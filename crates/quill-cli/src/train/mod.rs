@@ -374,5 +374,25 @@ fn train(o: Options) -> Result<(), String> {
             o.checkpoint_path().display()
         );
     }
+    report_host_round_trips(o.device);
     Ok(())
+}
+
+/// On a GPU, the ops that ran on the host because the backend had no kernel for them, and how
+/// often (`quill::host_round_trips`): what the next GPU work must drive to zero.
+pub(crate) fn report_host_round_trips(device: quill::Device) {
+    if device == quill::Device::Cpu {
+        return;
+    }
+    let trips = quill::host_round_trips();
+    if trips.is_empty() {
+        println!("host round trips: none (every op ran on {device})");
+        return;
+    }
+    let total: u64 = trips.iter().map(|(_, n)| n).sum();
+    let list: Vec<String> = trips.iter().map(|(op, n)| format!("{op} {n}")).collect();
+    println!(
+        "host round trips: {total} (ops without a {device} kernel, run on host copies: {})",
+        list.join(", ")
+    );
 }

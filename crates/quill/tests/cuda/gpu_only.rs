@@ -97,3 +97,26 @@ fn a_pinned_buffer_refuses_to_move() -> Result<()> {
     }
     Ok(())
 }
+
+/// `nonzero` has no GPU kernel by design (its output size is data-dependent): each call on a
+/// GPU array is one counted host round trip, with the right answer.
+#[test]
+fn host_round_trips_are_counted_per_op() {
+    if !cuda_usable() {
+        return;
+    }
+    let a = NDArray::from_vec(vec![0.0f32, 2.0, 0.0, -1.0], &[2, 2]).unwrap();
+    let before = count("nonzero");
+    let g = a.to_device(GPU).unwrap();
+    let nz = g.nonzero().unwrap();
+    assert_eq!(count("nonzero"), before + 1);
+    let rows = nz[0].to_device(Device::Cpu).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(rows, vec![0, 1]);
+}
+
+fn count(op: &str) -> u64 {
+    quill::host_round_trips()
+        .into_iter()
+        .find(|(name, _)| *name == op)
+        .map_or(0, |(_, n)| n)
+}

@@ -54,3 +54,21 @@ fn without_a_gpu_to_device_is_a_clean_error() {
     }
     assert_eq!(Device::cuda_device_count(), 0);
 }
+
+/// On the CPU nothing is a host round trip, whatever ran (the ops that copy to the host on a
+/// GPU included).
+#[test]
+fn cpu_ops_make_no_host_round_trips() {
+    let a = randn3(&[3, 4], 5, DType::F32);
+    a.nonzero().unwrap();
+    let s = NDArray::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    s.searchsorted(&a.reshape(&[-1]).unwrap(), false).unwrap();
+    a.sort(-1, false).unwrap();
+    let trips = quill::host_round_trips();
+    assert!(
+        trips
+            .iter()
+            .all(|(op, _)| !["nonzero", "searchsorted", "sort"].contains(op)),
+        "{trips:?}"
+    );
+}
