@@ -3,9 +3,82 @@
 //! (GPU -> host -> CPU kernel -> GPU). Counted per op, like the allocator's statistics, so a
 //! training job can say how often it left the device; with `QUILL_WARN_HOST_FALLBACK` set (to
 //! anything but `0`), the first trip of each op prints one line on stderr naming the op and
-//! what the backend lacked.
+//! what the backend lacked. `supports` says beforehand which ops run natively where.
 
+use crate::Device;
+use quill_core::{BinaryOp, DType, Error, ReduceOp, Result, UnaryOp};
 use std::sync::Mutex;
+
+/// The ops that are not in quill-core's unary / binary / reduce tables, by the names that
+/// `supports`, `host_round_trips` and the errors use.
+const OTHER_OPS: [&str; 25] = [
+    "compact",
+    "assign",
+    "astype",
+    "fill",
+    "where",
+    "mean",
+    "var",
+    "std",
+    "logsumexp",
+    "matmul",
+    "gather",
+    "scatter_add",
+    "sort",
+    "cumsum",
+    "nonzero",
+    "searchsorted",
+    "conv2d",
+    "conv2d_backward_input",
+    "conv2d_backward_weight",
+    "batch_norm",
+    "batch_norm_backward",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "scaled_dot_product_attention",
+    "scaled_dot_product_attention_backward",
+];
+
+/// Optimizer steps, by `Update::name`.
+const UPDATE_OPS: [&str; 3] = ["sgd_step", "adam_step", "adamw_step"];
+
+/// Every op name `supports` answers for: quill-core's unary, binary and reduce tables, then
+/// the other backend ops and the optimizer steps.
+pub fn supported_ops() -> Vec<&'static str> {
+    UnaryOp::ALL
+        .iter()
+        .map(|u| u.name())
+        .chain(BinaryOp::ALL.iter().map(|b| b.name()))
+        .chain(ReduceOp::ALL.iter().map(|r| r.name()))
+        .chain(OTHER_OPS)
+        .chain(UPDATE_OPS)
+        .collect()
+}
+
+/// Whether `op` runs on `device` for `dtype` with that device's own kernel (true) or through
+/// the host (false: its operands are copied down, the CPU kernel runs, the result goes back),
+/// answered from the backend's kernel table without running anything. Every op is native on
+/// the CPU. An unknown op name is an error listing the known ones.
+pub fn supports(op: &str, dtype: DType, device: Device) -> Result<bool> {
+    if !supported_ops().contains(&op) {
+        return Err(Error::invalid(
+            "supports",
+            format!("unknown op {op:?}; the ops are {:?}", supported_ops()),
+        ));
+    }
+    match device {
+        Device::Cpu => Ok(true),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(_) => Ok(<quill_cuda::CudaStorage as quill_core::Backend>::supports(
+            op, dtype,
+        )),
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => {
+            let _ = dtype;
+            Ok(false)
+        }
+    }
+}
 
 /// (op, round trips) in first-seen order. Ops are few (tens), so a list beats a map.
 static TRIPS: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
@@ -35,8 +108,8 @@ pub(crate) fn note(op: &'static str, why: &dyn std::fmt::Display) {
 
 /// Notes a round trip of `op` when `device` is not the host: for the ops whose GPU path is,
 /// by design, the host one (no backend method; the op copies its operands down itself).
-pub(crate) fn note_off_host(op: &'static str, device: crate::Device) {
-    if device != crate::Device::Cpu {
+pub(crate) fn note_off_host(op: &'static str, device: Device) {
+    if device != Device::Cpu {
         note(op, &format_args!("{op}: no {device} kernel"));
     }
 }
@@ -60,6 +133,42 @@ pub fn reset_host_round_trips() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_op_is_native_on_the_cpu_and_unknown_ops_err() {
+        for op in supported_ops() {
+            for dtype in DType::ALL {
+                assert!(supports(op, dtype, Device::Cpu).unwrap(), "{op} {dtype}");
+            }
+        }
+        let e = supports("frobnicate", DType::F32, Device::Cpu).unwrap_err();
+        assert!(e.to_string().contains("unknown op \"frobnicate\""), "{e}");
+        let ops = supported_ops();
+        let unique: std::collections::HashSet<_> = ops.iter().collect();
+        assert_eq!(unique.len(), ops.len(), "an op name is listed twice");
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn the_cuda_table_answers_without_a_gpu() {
+        let cuda = Device::Cuda(0);
+        assert!(supports("exp", DType::F32, cuda).unwrap());
+        assert!(supports("add", DType::F64, cuda).unwrap());
+        assert!(supports("sum", DType::F32, cuda).unwrap());
+        assert!(supports("matmul", DType::F32, cuda).unwrap());
+        assert!(!supports("matmul", DType::I32, cuda).unwrap());
+        for op in [
+            "conv2d",
+            "sort",
+            "cumsum",
+            "gather",
+            "nonzero",
+            "any",
+            "max_pool2d",
+        ] {
+            assert!(!supports(op, DType::F32, cuda).unwrap(), "{op}");
+        }
+    }
 
     #[test]
     fn counts_per_op_in_first_seen_order_and_resets() {

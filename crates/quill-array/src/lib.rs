@@ -12,5 +12,5 @@ pub mod ndarray;
 #[cfg(feature = "cuda")]
 pub use backend::cuda;
 pub use device::Device;
-pub use fallback::{host_round_trips, reset_host_round_trips};
+pub use fallback::{host_round_trips, reset_host_round_trips, supported_ops, supports};
 pub use ndarray::{NDArray, Pinned};

@@ -188,6 +188,15 @@ pub trait Backend: Sized {
     /// The backend's name in errors ("cpu", "cuda").
     const NAME: &'static str;
 
+    /// Whether this backend runs `op` (one of `quill::supported_ops()`'s names) on `dtype` with
+    /// a kernel of its own, instead of answering `Unsupported` and so sending the op to the
+    /// host. Answered from the backend's kernel table, without running anything; the default
+    /// (the CPU's) is true for every op. Data-dependent exceptions (an empty reduction, a
+    /// buffer read from an offset) still fall back and are counted.
+    fn supports(_op: &str, _dtype: DType) -> bool {
+        true
+    }
+
     fn dtype(&self) -> DType;
     /// Length of the buffer in elements.
     fn len(&self) -> usize;

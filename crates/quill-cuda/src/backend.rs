@@ -65,8 +65,51 @@ fn rows_last(
     Ok((Some(ops::compact(x, &l.permute(&perm)?)?), outer, red))
 }
 
+/// Whether some kernel module has a kernel called `name`.
+fn any_kernel(name: &str) -> bool {
+    crate::kernels::SOURCES
+        .iter()
+        .any(|(m, _)| ops::has_kernel(m, name))
+}
+
 impl Backend for CudaStorage {
     const NAME: &'static str = "cuda";
+
+    /// From the kernel table (the same predicates the methods below gate on): elementwise and
+    /// reductions where a kernel exists for the dtype, copies / casts / fills / where, float
+    /// statistics, f32 / f64 matmul and the optimizer steps with a kernel; not the fused ops
+    /// (conv, pooling, batch norm, attention), gather / scatter_add, sort, cumsum, nonzero,
+    /// searchsorted, any / all.
+    fn supports(op: &str, dtype: DType) -> bool {
+        if UnaryOp::ALL.iter().any(|u| u.name() == op) {
+            return ops::has_unary(op, dtype);
+        }
+        if BinaryOp::ALL.iter().any(|b| b.name() == op) {
+            return ops::has_binary(op, dtype);
+        }
+        if let Some(r) = ReduceOp::ALL.iter().find(|r| r.name() == op) {
+            return match r {
+                ReduceOp::Any | ReduceOp::All => false,
+                ReduceOp::ArgMax | ReduceOp::ArgMin => ops::has_reduce(op, dtype),
+                _ => ops::has_reduce(op, r.result_dtype(dtype)),
+            };
+        }
+        match op {
+            "compact" | "assign" | "astype" | "fill" | "where" => true,
+            "mean" | "var" | "std" => dtype.is_float(),
+            "logsumexp" => ops::has_kernel("softmax", &format!("logsumexp_{}", ops::tag(dtype))),
+            "matmul" => matches!(dtype, DType::F32 | DType::F64),
+            "sgd_step" | "adam_step" | "adamw_step" => {
+                let kernel = if op == "sgd_step" {
+                    "sgd_step"
+                } else {
+                    "adam_step"
+                };
+                any_kernel(&format!("{kernel}_{}", ops::tag(dtype)))
+            }
+            _ => false,
+        }
+    }
 
     fn dtype(&self) -> DType {
         CudaStorage::dtype(self)
@@ -89,14 +132,14 @@ impl Backend for CudaStorage {
     }
 
     fn unary(&self, op: UnaryOp, l: &Layout) -> Result<Self> {
-        if !ops::has_unary(op.name(), self.dtype()) {
+        if !Self::supports(op.name(), self.dtype()) {
             return Err(unsupported(op.name(), Self::NAME, self.dtype()));
         }
         ops::unary(op.name(), self, l)
     }
     fn binary(op: BinaryOp, a: (&Self, &Layout), b: (&Self, &Layout)) -> Result<Self> {
         let dt = a.0.dtype();
-        if !ops::has_binary(op.name(), dt) {
+        if !Self::supports(op.name(), dt) {
             return Err(unsupported(op.name(), Self::NAME, dt));
         }
         if op.is_comparison() {
@@ -128,7 +171,7 @@ impl Backend for CudaStorage {
         };
         let empty = axes.iter().any(|&d| l.shape()[d] == 0);
         // Empty reductions (identities, errors) and any/all keep the CPU's rules.
-        if matches!(op, ReduceOp::Any | ReduceOp::All) || empty || !ops::has_reduce(op.name(), dt) {
+        if empty || !Self::supports(op.name(), self.dtype()) {
             return Err(unsupported(op.name(), Self::NAME, self.dtype()));
         }
         let cast;
@@ -197,7 +240,7 @@ impl Backend for CudaStorage {
 
     fn matmul(a: (&Self, &Layout), b: (&Self, &Layout)) -> Result<Self> {
         let dt = a.0.dtype();
-        if !matches!(dt, DType::F32 | DType::F64) {
+        if !Self::supports("matmul", dt) {
             return Err(unsupported("matmul", Self::NAME, dt));
         }
         let nd = a.1.ndim();

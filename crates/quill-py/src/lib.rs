@@ -35,6 +35,28 @@ fn host_round_trips() -> std::collections::BTreeMap<&'static str, u64> {
     quill::host_round_trips().into_iter().collect()
 }
 
+/// Whether `op` runs on `device` for `dtype` with that device's own kernel (`quill::supports`):
+/// False means through the host. Every op is native on the CPU; an unknown op is a
+/// ValueError listing the known ones (`supported_ops()`).
+#[quill_py_guard::guard]
+#[pyfunction]
+fn supports(
+    op: &str,
+    dtype: &Bound<'_, PyAny>,
+    device: PyRef<'_, ndarray::PyDevice>,
+) -> PyResult<bool> {
+    let dtype = convert::dtype_of(dtype)?;
+    quill::supports(op, dtype, device.device)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// The op names `supports` answers for.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn supported_ops() -> Vec<&'static str> {
+    quill::supported_ops()
+}
+
 /// Sets the counts of `host_round_trips` back to zero.
 #[quill_py_guard::guard]
 #[pyfunction]
@@ -71,6 +93,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(guard::_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(host_round_trips, m)?)?;
     m.add_function(wrap_pyfunction!(reset_host_round_trips, m)?)?;
+    m.add_function(wrap_pyfunction!(supports, m)?)?;
+    m.add_function(wrap_pyfunction!(supported_ops, m)?)?;
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
     layers::register(m)?;

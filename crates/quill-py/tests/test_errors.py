@@ -457,3 +457,14 @@ def test_host_round_trips_is_empty_on_the_cpu_and_resets():
     assert quill.host_round_trips() == {}
     quill.reset_host_round_trips()
     assert quill.host_round_trips() == {}
+
+
+def test_supports_answers_for_every_op_on_the_cpu():
+    import quill
+
+    ops = quill.supported_ops()
+    assert "exp" in ops and "conv2d" in ops and "adam_step" in ops
+    for op in ops:
+        assert quill.supports(op, "float32", quill.cpu())
+    with pytest.raises(ValueError, match="unknown op"):
+        quill.supports("frobnicate", "float32", quill.cpu())

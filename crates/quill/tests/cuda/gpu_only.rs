@@ -110,7 +110,11 @@ fn host_round_trips_are_counted_per_op() {
     let g = a.to_device(GPU).unwrap();
     let nz = g.nonzero().unwrap();
     assert_eq!(count("nonzero"), before + 1);
-    let rows = nz[0].to_device(Device::Cpu).unwrap().to_vec::<i64>().unwrap();
+    let rows = nz[0]
+        .to_device(Device::Cpu)
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
     assert_eq!(rows, vec![0, 1]);
 }
 
@@ -119,4 +123,33 @@ fn count(op: &str) -> u64 {
         .into_iter()
         .find(|(name, _)| *name == op)
         .map_or(0, |(_, n)| n)
+}
+
+/// `supports` is the truth: every unary and binary op on every dtype goes through the host
+/// exactly when `supports` says it has no GPU kernel (the table and the dispatch agree).
+#[test]
+fn supports_agrees_with_what_runs_on_the_gpu() {
+    if !cuda_usable() {
+        return;
+    }
+    for dtype in DType::ALL {
+        let a = randn3(&[3, 5], 41, dtype).to_device(GPU).unwrap();
+        let b = randn3(&[3, 5], 42, dtype).to_device(GPU).unwrap();
+        for op in quill::UnaryOp::ALL {
+            let before = count(op.name());
+            if a.unary(op).is_err() {
+                continue; // not defined for this dtype on any device
+            }
+            let native = quill::supports(op.name(), dtype, GPU).unwrap();
+            assert_eq!(count(op.name()) == before, native, "{} {dtype}", op.name());
+        }
+        for op in quill::BinaryOp::ALL {
+            let before = count(op.name());
+            if a.binary(op, &b).is_err() {
+                continue;
+            }
+            let native = quill::supports(op.name(), dtype, GPU).unwrap();
+            assert_eq!(count(op.name()) == before, native, "{} {dtype}", op.name());
+        }
+    }
 }
