@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Every test of quill (the README's test command; .ci/run calls it):
+#  0. formatting (`cargo fmt --check`), lints (`cargo clippy -D warnings`, with and without the
+#     `cuda` feature) and the API docs (`cargo doc`, warnings denied): about a minute, first, so
+#     stale text or a lint fails fast;
 #  1. the workspace on the CPU, then quill-dist with MPI (Open MPI installed by
 #     scripts/install-mpi.sh when missing) and with NCCL (built without CUDA);
 #  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;
@@ -9,6 +12,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+for tool in fmt clippy; do
+    if ! cargo "$tool" --version >/dev/null 2>&1; then
+        component=$([ "$tool" = fmt ] && echo rustfmt || echo clippy)
+        command -v rustup >/dev/null && rustup component add "$component" || {
+            echo "cargo $tool is missing: install it with 'rustup component add $component'" >&2
+            exit 1
+        }
+    fi
+done
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p quill-array -p quill-cuda -p quill --features cuda --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 cargo test --workspace
 # Data-parallel training over MPI: Open MPI installed if missing, then quill-dist's tests, which
 # launch `mpirun --oversubscribe -np 2` (and 3) over loopback.

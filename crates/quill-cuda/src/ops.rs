@@ -337,7 +337,7 @@ fn split_factor(arg: bool, outer: usize, red: usize, inner: usize) -> Option<usi
     (k > 1).then_some(k)
 }
 
-/// `softmax`, `log_softmax` (a [rows, cols] result) or `logsumexp` ([rows]) over the last dim
+/// `softmax`, `log_softmax` (a `[rows, cols]` result) or `logsumexp` (`[rows]`) over the last dim
 /// of a contiguous [rows, cols] buffer.
 pub fn softmax(op: &str, x: &CudaStorage, rows: usize, cols: usize) -> Result<CudaStorage> {
     let n_out = if op == "logsumexp" { rows } else { rows * cols };
