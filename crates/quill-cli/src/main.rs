@@ -1,12 +1,14 @@
 //! The `quill` command. `quill` (or `quill train [options]`) runs the main job: training on
-//! MNIST; `quill demo` is a tour of zero-copy views; `quill bench ...` runs the benchmarks.
+//! MNIST; `quill generate` samples text from a trained language model's checkpoint; `quill demo`
+//! is a tour of zero-copy views; `quill bench ...` runs the benchmarks.
 
 mod bench;
 mod demo;
+mod generate;
 mod train;
 
-const USAGE: &str = "usage: quill [train [options] | demo | bench copy|ops|autograd [--rounds N]]
-  (quill --help-train lists the training options)";
+const USAGE: &str = "usage: quill [train [options] | generate [options] | demo | bench copy|ops|autograd [--rounds N]]
+  (quill --help-train lists the training options, quill generate --help the sampling ones)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,6 +21,13 @@ fn main() {
             Ok(())
         }
         Some("demo") => demo::run().map_err(|e| e.to_string()),
+        Some("generate") => match generate::run(&args[1..]) {
+            Err(e) if e == generate::USAGE => {
+                println!("{e}");
+                Ok(())
+            }
+            r => r,
+        },
         Some("bench") => bench::run(&args[1..]),
         Some("-h") | Some("--help") => {
             println!("{USAGE}");

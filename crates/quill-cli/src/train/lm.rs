@@ -21,14 +21,19 @@ use std::time::Instant;
 /// Streams the evaluation splits are cut into (needle's word_language_model uses 10).
 const EVAL_BATCH: usize = 10;
 
-fn kind(o: &Options) -> Result<SeqKind, String> {
-    Ok(match o.model.as_str() {
+/// The sequence model a `--model` name stands for.
+pub(crate) fn kind_of(model: &str) -> Result<SeqKind, String> {
+    Ok(match model {
         "lstm" => SeqKind::Lstm,
         "gru" => SeqKind::Gru,
         "rnn" => SeqKind::RnnTanh,
         "transformer" => SeqKind::Transformer,
         other => return Err(format!("--model {other} is not a sequence model")),
     })
+}
+
+fn kind(o: &Options) -> Result<SeqKind, String> {
+    kind_of(&o.model)
 }
 
 fn meta_of(o: &Options, epoch: usize, vocab: usize) -> BTreeMap<String, String> {
@@ -43,6 +48,25 @@ fn meta_of(o: &Options, epoch: usize, vocab: usize) -> BTreeMap<String, String> 
         ("vocab".to_string(), vocab.to_string()),
         ("bptt".to_string(), o.bptt.to_string()),
     ])
+}
+
+/// `meta` plus what rebuilds the model and its tokenizer from the checkpoint alone (`quill
+/// generate`): the sizes and the vocabulary in id order, each token as hex UTF-8, space
+/// separated. Kept out of `meta_of`, which a resume compares, so older checkpoints still resume.
+fn with_config(
+    mut meta: BTreeMap<String, String>,
+    o: &Options,
+    dict: &quill::data::Dictionary,
+) -> BTreeMap<String, String> {
+    let hex = |w: &str| w.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let words: Vec<String> = (0..dict.len())
+        .filter_map(|i| dict.word(i).map(hex))
+        .collect();
+    meta.insert("embedding".into(), o.embedding.to_string());
+    meta.insert("hidden".into(), o.hidden.to_string());
+    meta.insert("layers".into(), o.layers.to_string());
+    meta.insert("vocabulary".into(), words.join(" "));
+    meta
 }
 
 /// Summed loss, correct next-token guesses and tokens over one pass of `batches` in eval mode,
@@ -248,7 +272,7 @@ pub fn run(o: Options) -> Result<(), String> {
             &o,
             &model,
             opt.as_ref(),
-            &meta_of(&o, epoch, vocab),
+            &with_config(meta_of(&o, epoch, vocab), &o, &corpus.dictionary),
             &rows,
             &labels,
         )?;

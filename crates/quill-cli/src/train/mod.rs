@@ -7,7 +7,7 @@
 mod checkpoint;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod distributed;
-mod lm;
+pub(crate) mod lm;
 mod memory;
 mod metrics;
 mod options;

@@ -115,6 +115,12 @@ impl LanguageModel {
         })
     }
 
+    /// Whether the model carries no state between windows (the Transformer): generation then
+    /// re-reads its context window instead of feeding one token with the state.
+    pub fn is_stateless(&self) -> bool {
+        matches!(self.body, Body::Transformer(_))
+    }
+
     /// Logits (seq_len * batch, vocab) for the ids (seq_len, batch) (any integer dtype), and
     /// the state after the last step; `state` = `None` starts from zeros.
     pub fn forward_with(
