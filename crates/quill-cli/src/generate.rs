@@ -77,6 +77,24 @@ struct Loaded {
     bptt: usize,
 }
 
+/// What sampling needs: the model (in eval mode), its vocabulary in id order, whether tokens
+/// are characters (else words, `<eos>` ending a line) and the Transformer's window.
+pub(crate) struct Sampler<'a> {
+    pub model: &'a LanguageModel,
+    pub words: &'a [String],
+    pub chars: bool,
+    pub bptt: usize,
+}
+
+/// How to draw: `tokens` of them, from `logits / temperature` kept to the `top_k` largest (all
+/// when 0), with the generator seeded by `seed`.
+pub(crate) struct Draw {
+    pub tokens: usize,
+    pub temperature: f64,
+    pub top_k: usize,
+    pub seed: u64,
+}
+
 fn load(path: &Path) -> Result<Loaded, String> {
     let at = |msg: String| format!("{}: {msg}", path.display());
     let ck = quill::io::load_checkpoint(path).map_err(|e| e.to_string())?;
@@ -151,7 +169,7 @@ fn unhex(h: &str) -> Option<String> {
 }
 
 /// The prompt's token ids; a token the vocabulary lacks is an error naming it.
-fn encode(l: &Loaded, prompt: &str) -> Result<Vec<usize>, String> {
+fn encode(l: &Sampler<'_>, prompt: &str) -> Result<Vec<usize>, String> {
     let ids: HashMap<&str, usize> = l
         .words
         .iter()
@@ -214,7 +232,7 @@ fn draw(logits: &[f64], temperature: f64, top_k: usize, rng: &mut Rng) -> usize 
 
 /// The last row of the model's logits for `ids` (seq, 1), and the state after them.
 fn step(
-    l: &Loaded,
+    l: &Sampler<'_>,
     ids: &[usize],
     state: Option<&SeqState>,
 ) -> Result<(Vec<f64>, SeqState), String> {
@@ -230,34 +248,71 @@ fn step(
     Ok((all[all.len() - v..].to_vec(), s))
 }
 
+impl Sampler<'_> {
+    /// Reads `prompt` (tokenised as in training, after a line start), then hands each drawn
+    /// token's text to `emit` as it comes (a line end as `"\n"`, words with a space before).
+    pub fn sample(
+        &self,
+        prompt: &str,
+        d: &Draw,
+        mut emit: impl FnMut(&str) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let _g = no_grad();
+        let mut context = encode(self, prompt)?;
+        let sep = if self.chars { "" } else { " " };
+        let (mut logits, mut state) = step(self, &context, None)?;
+        let mut rng = Rng(d.seed);
+        // A word follows a space, except at the start of a line.
+        let mut line_start = prompt.trim().is_empty();
+        for _ in 0..d.tokens {
+            let t = draw(&logits, d.temperature, d.top_k, &mut rng);
+            let word = &self.words[t];
+            if word == "<eos>" || word == "\n" {
+                emit("\n")?;
+                line_start = true;
+            } else {
+                if !line_start {
+                    emit(sep)?;
+                }
+                emit(word)?;
+                line_start = false;
+            }
+            context.push(t);
+            (logits, state) = if self.model.is_stateless() {
+                let from = context.len().saturating_sub(self.bptt);
+                step(self, &context[from..], None)?
+            } else {
+                step(self, &[t], Some(&state))?
+            };
+        }
+        Ok(())
+    }
+}
+
 /// Runs `quill generate` with `args` (after the word `generate`).
 pub fn run(args: &[String]) -> Result<(), String> {
     let a = parse(args)?;
     let l = load(&a.checkpoint)?;
-    let _g = no_grad();
-    let mut context = encode(&l, &a.prompt)?;
+    let sampler = Sampler {
+        model: &l.model,
+        words: &l.words,
+        chars: l.chars,
+        bptt: l.bptt,
+    };
+    let d = Draw {
+        tokens: a.tokens,
+        temperature: a.temperature,
+        top_k: a.top_k,
+        seed: a.seed,
+    };
     let out = std::io::stdout();
     let mut out = out.lock();
-    let sep = if l.chars { "" } else { " " };
-    write!(out, "{}", a.prompt).map_err(|e| e.to_string())?;
-    let recurrent = !l.model.is_stateless();
-    let (mut logits, mut state) = step(&l, &context, None)?;
-    let mut rng = Rng(a.seed);
-    for _ in 0..a.tokens {
-        let t = draw(&logits, a.temperature, a.top_k, &mut rng);
-        let word = &l.words[t];
-        let shown = if word == "<eos>" { "\n" } else { word.as_str() };
-        write!(out, "{}{shown}", if shown == "\n" { "" } else { sep })
+    let io = |e: std::io::Error| e.to_string();
+    write!(out, "{}", a.prompt).map_err(io)?;
+    sampler.sample(&a.prompt, &d, |s| {
+        out.write_all(s.as_bytes())
             .and_then(|_| out.flush())
-            .map_err(|e| e.to_string())?;
-        context.push(t);
-        (logits, state) = if recurrent {
-            step(&l, &[t], Some(&state))?
-        } else {
-            let from = context.len().saturating_sub(l.bptt);
-            step(&l, &context[from..], None)?
-        };
-    }
-    writeln!(out).map_err(|e| e.to_string())?;
-    Ok(())
+            .map_err(io)
+    })?;
+    writeln!(out).map_err(io)
 }

@@ -1,7 +1,8 @@
 //! `quill generate` end to end through the `quill` binary: a small language model trained on a
 //! slice of the KJV corpus is rebuilt from its checkpoint alone and sampled (LSTM, with its
 //! state carried token by token, and the stateless Transformer); the same seed gives the same
-//! text, every character comes from the corpus's vocabulary, and bad input names the problem.
+//! text, every character comes from the corpus's vocabulary, bad input names the problem, and
+//! the training job prints a sample after each epoch.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -48,6 +49,13 @@ fn trained(model: &str) -> String {
         &out,
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The job shows a sample of its text after the epoch, on one line.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let sample = stdout
+        .lines()
+        .find(|l| l.starts_with("  sample: "))
+        .expect(&stdout);
+    assert!(sample.len() > "  sample: ".len() + 20, "{sample}");
     format!("{out}/checkpoint.safetensors")
 }
 

@@ -69,6 +69,40 @@ fn with_config(
     meta
 }
 
+/// A short sample of the model's text after an epoch (`quill generate` does more), on one line:
+/// line ends show as " | ".
+fn print_sample(
+    model: &LanguageModel,
+    dict: &quill::data::Dictionary,
+    o: &Options,
+) -> Result<(), String> {
+    let words: Vec<String> = (0..dict.len())
+        .filter_map(|i| dict.word(i).map(str::to_string))
+        .collect();
+    let sampler = crate::generate::Sampler {
+        model,
+        words: &words,
+        chars: o.tokens == "char",
+        bptt: o.bptt,
+    };
+    let draw = crate::generate::Draw {
+        tokens: if o.tokens == "char" { 100 } else { 20 },
+        temperature: 0.8,
+        top_k: 40,
+        seed: o.seed,
+    };
+    model.eval();
+    let mut text = String::new();
+    let r = sampler.sample("", &draw, |s| {
+        text.push_str(if s == "\n" { " | " } else { s });
+        Ok(())
+    });
+    model.train();
+    r?;
+    println!("  sample: {}", text.trim());
+    Ok(())
+}
+
 /// Summed loss, correct next-token guesses and tokens over one pass of `batches` in eval mode,
 /// carrying the state across windows as training does.
 fn evaluate(
@@ -252,6 +286,7 @@ pub fn run(o: Options) -> Result<(), String> {
             row.samples_per_s
         );
         rows.push(row);
+        print_sample(&model, &corpus.dictionary, &o)?;
         let title = format!(
             "{} language model on {} ({} tokens)",
             o.model,
