@@ -1,14 +1,27 @@
 //! The `quill` command. `quill` (or `quill train [options]`) runs the main job: training on
-//! MNIST; `quill generate` samples text from a trained language model's checkpoint; `quill demo`
-//! is a tour of zero-copy views; `quill bench ...` runs the benchmarks.
+//! MNIST; `quill generate` samples text from a trained language model's checkpoint; `quill
+//! evaluate` / `quill predict` score and apply the image job's; `quill demo` is a tour of
+//! zero-copy views; `quill bench ...` runs the benchmarks.
 
 mod bench;
 mod demo;
+mod evaluate;
 mod generate;
 mod train;
 
-const USAGE: &str = "usage: quill [train [options] | generate [options] | demo | bench copy|ops|autograd [--rounds N]]
-  (quill --help-train lists the training options, quill generate --help the sampling ones)";
+const USAGE: &str = "usage: quill [train [options] | generate | evaluate | predict [options] | demo | bench copy|ops|autograd [--rounds N]]
+  (quill --help-train lists the training options; quill generate|evaluate|predict --help theirs)";
+
+/// A command's `--help` comes back as its usage text: printed, and not an error.
+fn usage_ok(r: Result<(), String>, usage: &str) -> Result<(), String> {
+    match r {
+        Err(e) if e == usage => {
+            println!("{e}");
+            Ok(())
+        }
+        r => r,
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,13 +34,9 @@ fn main() {
             Ok(())
         }
         Some("demo") => demo::run().map_err(|e| e.to_string()),
-        Some("generate") => match generate::run(&args[1..]) {
-            Err(e) if e == generate::USAGE => {
-                println!("{e}");
-                Ok(())
-            }
-            r => r,
-        },
+        Some("generate") => usage_ok(generate::run(&args[1..]), generate::USAGE),
+        Some("evaluate") => usage_ok(evaluate::evaluate(&args[1..]), evaluate::EVALUATE_USAGE),
+        Some("predict") => usage_ok(evaluate::predict(&args[1..]), evaluate::PREDICT_USAGE),
         Some("bench") => bench::run(&args[1..]),
         Some("-h") | Some("--help") => {
             println!("{USAGE}");

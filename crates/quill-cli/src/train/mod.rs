@@ -12,7 +12,7 @@ mod memory;
 mod metrics;
 mod options;
 mod paths;
-mod plot;
+pub(crate) mod plot;
 
 pub use options::USAGE;
 
@@ -41,6 +41,14 @@ fn build_model(o: &Options) -> Result<Sequential, String> {
         "cnn" => q(models::small_cnn(o.seed)),
         other => Err(format!("--model {other} is not available")),
     }
+}
+
+/// The image job's model called `model` (`mlp` or `cnn`), as `quill train` builds it.
+pub(crate) fn image_model(model: &str) -> Result<Sequential, String> {
+    build_model(&Options {
+        model: model.into(),
+        ..Options::default()
+    })
 }
 
 fn build_optimizer(o: &Options, params: Vec<Tensor>) -> Result<Box<dyn Optimizer>, String> {

@@ -13,9 +13,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
-fn font() -> Result<(), String> {
+pub(crate) fn font() -> Result<(), String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {

@@ -1,0 +1,334 @@
+//! `quill evaluate` and `quill predict`: the image job's checkpoint put to use. The model is
+//! rebuilt from the checkpoint (its `model` metadata names the architecture) and reads images
+//! normalised as in training. `evaluate` scores the MNIST test split: accuracy, accuracy per
+//! class, the confusion matrix (as text, and as a PNG heat map with the counts written in), and
+//! a PNG grid of the test images the model gets wrong most confidently. `predict` gives the
+//! class probabilities of PNG images (any size, grey or colour, dark or light background).
+
+use crate::train::image_model;
+use crate::train::plot::{font, FAMILY};
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
+use plotters::prelude::*;
+use quill::data::Mnist;
+use quill::nn::{Module, Sequential};
+use quill::tensor::{no_grad, Tensor};
+use quill::{DType, NDArray};
+use std::path::{Path, PathBuf};
+
+/// `quill evaluate`'s options.
+pub const EVALUATE_USAGE: &str =
+    "usage: quill evaluate [--checkpoint PATH] [--data DIR] [--out DIR]
+  --checkpoint PATH  a checkpoint of the image job (default runs/checkpoint.safetensors)
+  --data DIR         the MNIST-format test split's directory (default data/mnist)
+  --out DIR          where confusion.png and wrong.png go (default: the checkpoint's directory)";
+
+/// `quill predict`'s options.
+pub const PREDICT_USAGE: &str = "usage: quill predict [--checkpoint PATH] IMAGE.png [IMAGE.png ...]
+  --checkpoint PATH  a checkpoint of the image job (default runs/checkpoint.safetensors)";
+
+const MEAN: f64 = 0.1307;
+const STD: f64 = 0.3081;
+
+fn q<T>(r: quill::Result<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// The image model a checkpoint holds, in eval mode.
+fn load(path: &Path) -> Result<Sequential, String> {
+    let at = |msg: String| format!("{}: {msg}", path.display());
+    let ck = q(quill::io::load_checkpoint(path))?;
+    if let Some(task) = ck.metadata.get("task") {
+        return Err(at(format!(
+            "a checkpoint of task '{task}', not of the image job (`quill train`); for a language \
+             model use `quill generate`"
+        )));
+    }
+    let name = ck.metadata.get("model").ok_or_else(|| {
+        at("no 'model' in its metadata: not a checkpoint of `quill train`".into())
+    })?;
+    let model = image_model(name).map_err(at)?;
+    let state: Vec<(String, NDArray)> = ck
+        .tensors
+        .iter()
+        .filter_map(|(n, a)| n.strip_prefix("model.").map(|s| (s.to_string(), a.clone())))
+        .collect();
+    q(model.load_state_dict(&state)).map_err(at)?;
+    model.eval();
+    Ok(model)
+}
+
+/// Class probabilities (n, 10) of images (n, 1, 28, 28) with values in [0, 1].
+fn probabilities(model: &Sequential, images: &NDArray) -> Result<Vec<[f64; 10]>, String> {
+    let _g = no_grad();
+    let x = q(q(images.astype(DType::F32))?.sub_scalar(MEAN))?;
+    let x = q(x.div_scalar(STD))?;
+    let logits = q(model.forward(&Tensor::new(x)))?;
+    let p = q(q(logits.softmax(-1))?.array().astype(DType::F64))?;
+    let v = q(p.to_vec::<f64>())?;
+    Ok(v.chunks(10)
+        .map(|c| std::array::from_fn(|k| c[k]))
+        .collect())
+}
+
+fn argmax(p: &[f64; 10]) -> usize {
+    (0..10).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0)
+}
+
+fn flag_value<'a>(
+    it: &mut impl Iterator<Item = &'a String>,
+    flag: &str,
+    usage: &str,
+) -> Result<&'a String, String> {
+    it.next()
+        .ok_or_else(|| format!("{flag} needs a value\n{usage}"))
+}
+
+/// Runs `quill evaluate` with `args` (after the word `evaluate`).
+pub fn evaluate(args: &[String]) -> Result<(), String> {
+    let (mut checkpoint, mut data, mut out) = (
+        PathBuf::from("runs/checkpoint.safetensors"),
+        PathBuf::from("data/mnist"),
+        None,
+    );
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "-h" | "--help" => return Err(EVALUATE_USAGE.into()),
+            "--checkpoint" => checkpoint = flag_value(&mut it, flag, EVALUATE_USAGE)?.into(),
+            "--data" => data = flag_value(&mut it, flag, EVALUATE_USAGE)?.into(),
+            "--out" => out = Some(PathBuf::from(flag_value(&mut it, flag, EVALUATE_USAGE)?)),
+            other => return Err(format!("unknown option '{other}'\n{EVALUATE_USAGE}")),
+        }
+    }
+    let out = out.unwrap_or_else(|| {
+        checkpoint
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    });
+    let model = load(&checkpoint)?;
+    let test = q(Mnist::load(&data, false))?;
+    let labels = q(test.labels.to_vec::<i64>())?;
+    let n = labels.len();
+    let mut probs = Vec::with_capacity(n);
+    for start in (0..n).step_by(1000) {
+        let stop = (start + 1000).min(n) as isize;
+        let batch = q(test.images.slice(&quill::s![start as isize..stop]))?;
+        probs.extend(probabilities(&model, &batch)?);
+    }
+    let mut confusion = [[0usize; 10]; 10];
+    for (p, &y) in probs.iter().zip(&labels) {
+        confusion[y as usize][argmax(p)] += 1;
+    }
+    let correct: usize = (0..10).map(|k| confusion[k][k]).sum();
+    println!(
+        "test accuracy {:.2}% ({correct} of {n}), {}",
+        100.0 * correct as f64 / n.max(1) as f64,
+        checkpoint.display()
+    );
+    println!("accuracy per class:");
+    for (k, row) in confusion.iter().enumerate() {
+        let total: usize = row.iter().sum();
+        println!(
+            "  {k}: {:6.2}% of {total}",
+            100.0 * row[k] as f64 / total.max(1) as f64
+        );
+    }
+    println!("confusion matrix (rows: true class, columns: predicted):");
+    println!(
+        "      {}",
+        (0..10).map(|k| format!("{k:>6}")).collect::<String>()
+    );
+    for (k, row) in confusion.iter().enumerate() {
+        let cells: String = row.iter().map(|c| format!("{c:>6}")).collect();
+        println!("  {k}:  {cells}");
+    }
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let cm = out.join("confusion.png");
+    write_png(&cm, (640, 640), |root| draw_confusion(root, &confusion))?;
+    // The wrong answers given with the most confidence, most confident first.
+    let mut wrong: Vec<(usize, usize, f64)> = probs
+        .iter()
+        .zip(&labels)
+        .enumerate()
+        .filter(|(_, (p, &y))| argmax(p) != y as usize)
+        .map(|(i, (p, _))| (i, argmax(p), p[argmax(p)]))
+        .collect();
+    wrong.sort_by(|a, b| b.2.total_cmp(&a.2));
+    wrong.truncate(16);
+    let pixels = q(q(test.images.astype(DType::F64))?.to_vec::<f64>())?;
+    let tiles: Vec<Tile> = wrong
+        .iter()
+        .map(|&(i, pred, conf)| Tile {
+            pixels: pixels[i * 784..(i + 1) * 784].to_vec(),
+            caption: format!("{} as {pred} ({:.0}%)", labels[i], 100.0 * conf),
+        })
+        .collect();
+    let grid = out.join("wrong.png");
+    write_png(&grid, (4 * 150, 4 * 170), |root| draw_tiles(root, &tiles))?;
+    println!(
+        "{} (the confusion matrix) and {} (the {} most confident mistakes) written",
+        cm.display(),
+        grid.display(),
+        tiles.len()
+    );
+    Ok(())
+}
+
+struct Tile {
+    pixels: Vec<f64>,
+    caption: String,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Draws with `f` into an RGB buffer of `size` and writes it as a PNG, atomically.
+fn write_png(
+    path: &Path,
+    size: (u32, u32),
+    f: impl FnOnce(DrawingArea<BitMapBackend, plotters::coord::Shift>) -> Result<(), String>,
+) -> Result<(), String> {
+    font()?;
+    let mut pixels = vec![0u8; (size.0 * size.1 * 3) as usize];
+    f(BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    quill::io::write_atomic(path, |w| {
+        PngEncoder::new(w)
+            .write_image(&pixels, size.0, size.1, ColorType::Rgb8)
+            .map_err(std::io::Error::other)
+    })
+    .map_err(|e| e.to_string())
+}
+
+fn draw_confusion(
+    root: DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    confusion: &[[usize; 10]; 10],
+) -> Result<(), String> {
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "confusion matrix (rows: true, columns: predicted)",
+            (FAMILY, 20),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(40)
+        .build_cartesian_2d((0i32..9).into_segmented(), (0i32..9).into_segmented())
+        .map_err(err)?;
+    // Segment labels sit at the cells' centres; row 0 (true class 0) is drawn at the top.
+    let centre = |v: &SegmentValue<i32>, f: fn(i32) -> i32| match v {
+        SegmentValue::CenterOf(v) if (0..10).contains(v) => format!("{}", f(*v)),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(10)
+        .y_labels(10)
+        .x_desc("predicted")
+        .y_desc("true")
+        .label_style((FAMILY, 14))
+        .x_label_formatter(&|v| centre(v, |v| v))
+        .y_label_formatter(&|v| centre(v, |v| 9 - v))
+        .draw()
+        .map_err(err)?;
+    let at = |x: i32, y: i32| (SegmentValue::Exact(x), SegmentValue::Exact(y));
+    // Each row's cells shaded by their share of the row (the diagonal dark when right).
+    for (t, row) in confusion.iter().enumerate() {
+        let total = row.iter().sum::<usize>().max(1) as f64;
+        for (p, &c) in row.iter().enumerate() {
+            let share = c as f64 / total;
+            let level = (255.0 * (1.0 - share.sqrt())) as u8;
+            let (x, y) = (p as i32, 9 - t as i32);
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [at(x, y), at(x + 1, y + 1)],
+                    RGBColor(level, level, 255).filled(),
+                )))
+                .map_err(err)?;
+            let ink = if share > 0.5 { WHITE } else { BLACK };
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{c}"),
+                    at(x, y + 1),
+                    (FAMILY, 13).into_font().color(&ink),
+                )))
+                .map_err(err)?;
+        }
+    }
+    root.present().map_err(err)
+}
+
+fn draw_tiles(
+    root: DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    tiles: &[Tile],
+) -> Result<(), String> {
+    root.fill(&WHITE).map_err(err)?;
+    for (k, tile) in tiles.iter().enumerate() {
+        let (x0, y0) = ((k % 4) as i32 * 150 + 19, (k / 4) as i32 * 170 + 8);
+        for (i, v) in tile.pixels.iter().enumerate() {
+            let (r, c) = ((i / 28) as i32, (i % 28) as i32);
+            let g = (255.0 * (1.0 - v.clamp(0.0, 1.0))) as u8;
+            root.draw(&Rectangle::new(
+                [(x0 + 4 * c, y0 + 4 * r), (x0 + 4 * c + 4, y0 + 4 * r + 4)],
+                RGBColor(g, g, g).filled(),
+            ))
+            .map_err(err)?;
+        }
+        root.draw(&Text::new(
+            tile.caption.clone(),
+            (x0 - 12, y0 + 116),
+            (FAMILY, 15).into_font(),
+        ))
+        .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+/// A PNG as a (1, 1, 28, 28) image in [0, 1], white digit on black as MNIST: colour becomes
+/// grey, a light background is inverted, and the picture is resized to 28 x 28.
+fn read_png(path: &Path) -> Result<NDArray, String> {
+    let at = |msg: String| format!("{}: {msg}", path.display());
+    let img = image::open(path).map_err(|e| at(e.to_string()))?.to_luma8();
+    let small = image::imageops::resize(&img, 28, 28, image::imageops::FilterType::Triangle);
+    let mut v: Vec<f32> = small.pixels().map(|p| p.0[0] as f32 / 255.0).collect();
+    let mean = v.iter().sum::<f32>() / v.len() as f32;
+    if mean > 0.5 {
+        v.iter_mut().for_each(|x| *x = 1.0 - *x);
+    }
+    q(NDArray::from_vec(v, &[1, 1, 28, 28]))
+}
+
+/// Runs `quill predict` with `args` (after the word `predict`).
+pub fn predict(args: &[String]) -> Result<(), String> {
+    let mut checkpoint = PathBuf::from("runs/checkpoint.safetensors");
+    let mut files = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => return Err(PREDICT_USAGE.into()),
+            "--checkpoint" => checkpoint = flag_value(&mut it, a, PREDICT_USAGE)?.into(),
+            f if f.starts_with("--") => {
+                return Err(format!("unknown option '{f}'\n{PREDICT_USAGE}"))
+            }
+            f => files.push(PathBuf::from(f)),
+        }
+    }
+    if files.is_empty() {
+        return Err(format!("no image given\n{PREDICT_USAGE}"));
+    }
+    let model = load(&checkpoint)?;
+    for f in &files {
+        let p = probabilities(&model, &read_png(f)?)?[0];
+        let mut order: Vec<usize> = (0..10).collect();
+        order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+        let top: Vec<String> = order[..3]
+            .iter()
+            .map(|&k| format!("{k} {:.1}%", 100.0 * p[k]))
+            .collect();
+        println!("{}: {} ({})", f.display(), order[0], top.join(", "));
+    }
+    Ok(())
+}
