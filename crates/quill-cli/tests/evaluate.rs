@@ -3,23 +3,10 @@
 //! written and are images of the stated size, and digits drawn here (not from MNIST's files:
 //! a dark stroke on light paper, a light ring on black, at 140 x 140) are classified.
 
+mod common;
+
+use common::{assert_refused, quill, scratch};
 use image::{GrayImage, Luma};
-use std::process::Command;
-
-fn quill(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_quill"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("the quill binary runs")
-}
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("quill-eval-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn stdout(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -36,7 +23,7 @@ fn draw(path: &std::path::Path, ink: u8, paper: u8, on: impl Fn(f64, f64) -> boo
 
 #[test]
 fn evaluate_and_predict_a_trained_mlp() {
-    let dir = tmp("mlp");
+    let dir = scratch("eval", "mlp");
     let out = dir.to_str().unwrap();
     stdout(&quill(&["--epochs", "1", "--limit", "10000", "--out", out]));
     let ck = format!("{out}/checkpoint.safetensors");
@@ -94,31 +81,37 @@ fn evaluate_and_predict_a_trained_mlp() {
 
 #[test]
 fn bad_input_names_the_problem() {
-    let dir = tmp("bad");
-    let o = quill(&[
+    let dir = scratch("eval", "bad");
+    let missing = [
         "predict",
         "--checkpoint",
         "/nonexistent.safetensors",
         "x.png",
-    ]);
-    assert!(!o.status.success());
-    let o = quill(&["predict"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no image given"));
+    ];
+    assert_refused(&quill(&missing), &["nonexistent"]);
+    assert_refused(&quill(&["predict"]), &["no image given"]);
     // A language-model checkpoint is refused by name.
     let path = dir.join("lm.safetensors");
     let meta = std::collections::BTreeMap::from([("task".to_string(), "lm".to_string())]);
     let w = quill::NDArray::zeros(&[2], quill::DType::F32).unwrap();
     quill::io::save_checkpoint(&path, &[("model.w".to_string(), w)], &meta).unwrap();
-    let o = quill(&["evaluate", "--checkpoint", path.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("quill generate"));
+    let lm = path.to_str().unwrap();
+    assert_refused(
+        &quill(&["evaluate", "--checkpoint", lm]),
+        &["quill generate"],
+    );
+    // An image checkpoint and a file that is not an image: the error names the file.
+    let ck = scratch("eval", "mlp-bad");
+    common::run_ok(&common::small(&ck, 1));
+    let ck = ck.join("checkpoint.safetensors");
     let not_png = dir.join("not.png");
     std::fs::write(&not_png, b"not an image").unwrap();
-    let o = quill(&[
+    let args = [
         "predict",
         "--checkpoint",
-        path.to_str().unwrap(),
+        ck.to_str().unwrap(),
         not_png.to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
+    ];
+    assert_refused(&quill(&args), &["not.png"]);
     assert!(String::from_utf8_lossy(&quill(&["evaluate", "--help"]).stdout).contains("--data"));
 }

@@ -4,26 +4,14 @@
 //! text, every character comes from the corpus's vocabulary, bad input names the problem, and
 //! the training job prints a sample after each epoch.
 
+mod common;
+
+use common::{assert_refused, quill, scratch};
 use std::collections::BTreeMap;
-use std::process::Command;
-
-fn quill(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_quill"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("the quill binary runs")
-}
-
-fn tmp(name: &str) -> String {
-    let d = std::env::temp_dir().join(format!("quill-gen-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d.to_string_lossy().into_owned()
-}
 
 /// Trains one epoch of a small `model` and returns its checkpoint's path.
 fn trained(model: &str) -> String {
-    let out = tmp(model);
+    let out = scratch("gen", model).to_string_lossy().into_owned();
     let o = quill(&[
         "--task",
         "lm",
@@ -125,26 +113,25 @@ fn samples_are_seeded_and_drawn_from_the_vocabulary() {
 #[test]
 fn bad_input_names_the_problem() {
     let ck = trained("gru");
-    let o = generate(&ck, &["--prompt", "In the \u{2603}"]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not in the model's vocabulary"));
-    let o = generate(&ck, &["--temperature", "0"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("above 0"));
-    let o = generate(&ck, &["--tokens", "many"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("whole number"));
-    let o = generate("/nonexistent/checkpoint.safetensors", &[]);
-    assert!(!o.status.success());
+    assert_refused(
+        &generate(&ck, &["--prompt", "In the \u{2603}"]),
+        &["not in the model's vocabulary"],
+    );
+    assert_refused(&generate(&ck, &["--temperature", "0"]), &["above 0"]);
+    assert_refused(&generate(&ck, &["--tokens", "many"]), &["whole number"]);
+    assert_refused(
+        &generate("/nonexistent/checkpoint.safetensors", &[]),
+        &["nonexistent"],
+    );
     // A checkpoint of another task is refused by name.
-    let path = std::env::temp_dir().join(format!(
-        "quill-gen-test-{}-image.safetensors",
-        std::process::id()
-    ));
+    let path = scratch("gen", "image").join("image.safetensors");
     let meta = BTreeMap::from([("task".to_string(), "mnist".to_string())]);
     let w = quill::NDArray::zeros(&[2, 2], quill::DType::F32).unwrap();
     quill::io::save_checkpoint(&path, &[("model.w".to_string(), w)], &meta).unwrap();
-    let o = generate(path.to_str().unwrap(), &[]);
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("not a language model"), "{e}");
+    assert_refused(
+        &generate(path.to_str().unwrap(), &[]),
+        &["not a language model"],
+    );
     let o = quill(&["generate", "--help"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("--top-k"));
 }
