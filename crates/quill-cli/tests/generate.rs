@@ -12,30 +12,9 @@ use std::collections::BTreeMap;
 /// Trains one epoch of a small `model` and returns its checkpoint's path.
 fn trained(model: &str) -> String {
     let out = scratch("gen", model).to_string_lossy().into_owned();
-    let o = quill(&[
-        "--task",
-        "lm",
-        "--limit",
-        "200",
-        "--hidden",
-        "64",
-        "--embedding",
-        "32",
-        "--layers",
-        "1",
-        "--bptt",
-        "32",
-        "--batch-size",
-        "16",
-        "--schedule",
-        "none",
-        "--epochs",
-        "1",
-        "--model",
-        model,
-        "--out",
-        &out,
-    ]);
+    let mut args = common::SMALL_LM.to_vec();
+    args.extend_from_slice(&["--epochs", "1", "--model", model, "--out", &out]);
+    let o = quill(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The job shows a sample of its text after the epoch, on one line.
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -2,16 +2,10 @@
 //! perplexity ends below the unigram baseline, a resumed run reproduces an uninterrupted one,
 //! the Transformer variant trains, and bad options name the fix.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn quill(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_quill"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("the quill binary runs")
-}
+use common::quill;
+use std::path::Path;
 
 fn tmp(name: &str) -> String {
     let d = std::env::temp_dir().join(format!("quill-lm-test-{}-{name}", std::process::id()));
@@ -19,27 +13,8 @@ fn tmp(name: &str) -> String {
     d.to_string_lossy().into_owned()
 }
 
-const SMALL: [&str; 16] = [
-    "--task",
-    "lm",
-    "--limit",
-    "200",
-    "--hidden",
-    "64",
-    "--embedding",
-    "32",
-    "--layers",
-    "1",
-    "--bptt",
-    "32",
-    "--batch-size",
-    "16",
-    "--schedule",
-    "none",
-];
-
 fn run(out: &str, extra: &[&str]) -> String {
-    let mut args = SMALL.to_vec();
+    let mut args = common::SMALL_LM.to_vec();
     args.extend_from_slice(&["--out", out]);
     args.extend_from_slice(extra);
     let o = quill(&args);
@@ -84,7 +59,7 @@ fn lstm_beats_the_unigram_baseline_and_resumes_exactly() {
     assert!(Path::new(&a).join("curves.png").exists());
     assert!(Path::new(&a).join("checkpoint.safetensors").exists());
     // Another tokenisation cannot resume this checkpoint.
-    let mut args = SMALL.to_vec();
+    let mut args = common::SMALL_LM.to_vec();
     args.extend_from_slice(&["--out", &b, "--epochs", "3", "--resume", "--tokens", "word"]);
     let o = quill(&args);
     assert!(!o.status.success());

@@ -1,6 +1,6 @@
-//! What the hostile-input tests of `quill train` share: running the binary from the repository
-//! root (where data/mnist lives), scratch directories, a small fast run's flags, and reading a
-//! run's metrics.csv.
+//! What the CLI's tests share: running the binary from the repository root (where data/mnist
+//! and data/kjv live), scratch directories, small fast runs' flags (the image and the language
+//! job), and reading a run's metrics.csv.
 
 #![allow(dead_code)]
 
@@ -64,6 +64,27 @@ pub fn small(out: &Path, epochs: usize) -> Vec<String> {
     .map(|s| s.to_string())
     .collect()
 }
+
+/// The flags of a small, fast language-model run: a 200-line slice of data/kjv, one layer of
+/// 64, constant rate.
+pub const SMALL_LM: [&str; 16] = [
+    "--task",
+    "lm",
+    "--limit",
+    "200",
+    "--hidden",
+    "64",
+    "--embedding",
+    "32",
+    "--layers",
+    "1",
+    "--bptt",
+    "32",
+    "--batch-size",
+    "16",
+    "--schedule",
+    "none",
+];
 
 pub fn run_ok(args: &[String]) -> String {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
