@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test of quill (the README's test command; .ci/run calls it):
 #  0. formatting (`cargo fmt --check`), lints (`cargo clippy -D warnings`, with and without the
-#     `cuda` feature) and the API docs (`cargo doc`, warnings denied): about a minute, first, so
-#     stale text or a lint fails fast;
+#     `cuda` feature, including the workspace's: every unsafe operation in its own `unsafe`
+#     block with a `// SAFETY:` comment) and the API docs (`cargo doc`, warnings denied): about
+#     a minute, first, so stale text or a lint fails fast;
 #  1. the workspace on the CPU, then quill-dist with MPI (Open MPI installed by
 #     scripts/install-mpi.sh when missing) and with NCCL (built without CUDA);
 #  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;

@@ -87,7 +87,8 @@ mod x86 {
                 _mm512_permutex2var_ps(a, odd, b),
             )
         };
-        let ((tl, tr), (bl, br)) = (row(p), row(p.add(w)));
+        // SAFETY: `p + w` is the second row, readable by the caller's contract.
+        let ((tl, tr), (bl, br)) = (row(p), row(unsafe { p.add(w) }));
         [tl, tr, bl, br]
     }
 
@@ -113,9 +114,10 @@ mod x86 {
                 // SAFETY: input columns 2 ow..2 (ow + n) of rows r and r + w, outputs
                 // oh wo + ow..+ n: in bounds as 2 (ow + n) <= w, r + 2 w <= h w and
                 // ow + n <= wo; masked-off lanes are not touched.
-                let [tl, tr, bl, br] = windows(xp.add(r + 2 * ow), w, kl, kh);
+                let [tl, tr, bl, br] = unsafe { windows(xp.add(r + 2 * ow), w, kl, kh) };
                 let m = step(step(step(tl, tr), bl), br);
-                _mm512_mask_storeu_ps(y.as_mut_ptr().add(oh * wo + ow), km, m);
+                // SAFETY: the output lanes argued above.
+                unsafe { _mm512_mask_storeu_ps(y.as_mut_ptr().add(oh * wo + ow), km, m) };
                 ow += n;
             }
         }
@@ -148,11 +150,16 @@ mod x86 {
                 // faults).
                 let (km, kl, kh) = masks(n);
                 let at = oh * wo + ow;
-                // SAFETY (all loads and stores below): the bounds argued above.
-                let m = _mm512_maskz_loadu_ps(km, y.as_ptr().add(at));
-                let gv = _mm512_maskz_loadu_ps(km, g.as_ptr().add(at));
+                // SAFETY: these loads stay in the bounds argued above.
+                let (m, gv) = unsafe {
+                    (
+                        _mm512_maskz_loadu_ps(km, y.as_ptr().add(at)),
+                        _mm512_maskz_loadu_ps(km, g.as_ptr().add(at)),
+                    )
+                };
                 let eq = |v: __m512| _mm512_mask_cmp_ps_mask::<_CMP_EQ_OQ>(km, v, m);
-                let e = windows(xp.add(r + 2 * ow), w, kl, kh).map(eq);
+                // SAFETY: the windows' inputs, in bounds as argued above.
+                let e = unsafe { windows(xp.add(r + 2 * ow), w, kl, kh) }.map(eq);
                 let mut t = _mm512_maskz_mov_ps(e[0], one);
                 for &k in &e[1..] {
                     t = _mm512_add_ps(t, _mm512_maskz_mov_ps(k, one));
@@ -161,9 +168,13 @@ mod x86 {
                 let s = _mm512_maskz_div_ps(e[0] | e[1] | e[2] | e[3], gv, t);
                 for (row, (ke, ko)) in [(0, (e[0], e[1])), (w, (e[2], e[3]))] {
                     let (se, so) = (_mm512_maskz_mov_ps(ke, s), _mm512_maskz_mov_ps(ko, s));
-                    let q = dp.add(r + row + 2 * ow);
-                    _mm512_mask_storeu_ps(q, kl, _mm512_permutex2var_ps(se, low, so));
-                    _mm512_mask_storeu_ps(q.add(16), kh, _mm512_permutex2var_ps(se, high, so));
+                    // SAFETY: the input gradient's columns 2 ow..2 (ow + n) of this row, in
+                    // bounds as argued above; masked-off lanes are not stored.
+                    unsafe {
+                        let q = dp.add(r + row + 2 * ow);
+                        _mm512_mask_storeu_ps(q, kl, _mm512_permutex2var_ps(se, low, so));
+                        _mm512_mask_storeu_ps(q.add(16), kh, _mm512_permutex2var_ps(se, high, so));
+                    }
                 }
                 ow += n;
             }

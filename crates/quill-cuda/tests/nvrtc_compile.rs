@@ -14,6 +14,7 @@ use std::ffi::{CStr, CString};
 /// Whether libnvrtc can be opened; panics (fails the test) when it cannot and REQUIRE_NVRTC=1.
 fn nvrtc_available() -> bool {
     // The probe only tries to dlopen; cudarc's other entry points panic on a missing library.
+    // SAFETY: the probe calls no symbol; it only opens the library if it can.
     if unsafe { sys::is_culib_present() } {
         return true;
     }
@@ -53,9 +54,14 @@ fn compile(name: &str, src: &str, arch: &str) -> Compiled {
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
     ];
+    // SAFETY: `prog` (here and in the three calls below) is the live program created above,
+    // used on this thread only and destroyed last, once.
     let ok = unsafe { result::compile_program(prog, &opts) }.is_ok();
+    // SAFETY: as above.
     let log = c_chars_to_string(&unsafe { result::get_program_log(prog) }.expect("log"));
+    // SAFETY: as above; called only after a successful compile.
     let ptx = ok.then(|| c_chars_to_string(&unsafe { result::get_ptx(prog) }.expect("ptx")));
+    // SAFETY: as above; nothing uses `prog` after this.
     unsafe { result::destroy_program(prog) }.expect("nvrtcDestroyProgram");
     Compiled { ptx, log }
 }

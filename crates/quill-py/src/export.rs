@@ -521,10 +521,10 @@ unsafe fn read_tensor(
     }
     let ndim = usize::try_from(t.ndim)
         .map_err(|_| PyValueError::new_err(format!("from_dlpack: ndim {} < 0", t.ndim)))?;
-    // SAFETY: DLPack guarantees `shape` (and `strides` unless NULL) hold `ndim` entries.
     let shape_i: &[i64] = if ndim == 0 {
         &[]
     } else {
+        // SAFETY: DLPack guarantees `shape` (and `strides` unless NULL) hold `ndim` entries.
         unsafe { std::slice::from_raw_parts(t.shape, ndim) }
     };
     let shape: Vec<usize> = shape_i

@@ -344,8 +344,12 @@ unsafe fn tiles(
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         for i in 0..MR as isize {
             let row = init.cast::<i8>().wrapping_offset(i * is);
-            _mm_prefetch::<_MM_HINT_T0>(row);
-            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(64));
+            // SAFETY: a prefetch is a hint that never faults, whatever the address; SSE is
+            // part of x86_64.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(row);
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(64));
+            }
         }
     }
     // SAFETY: the caller's contract covers every address read or written: the C tiles at
