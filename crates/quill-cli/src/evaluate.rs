@@ -5,8 +5,8 @@
 //! a PNG grid of the test images the model gets wrong most confidently. `predict` gives the
 //! class probabilities of PNG images (any size, grey or colour, dark or light background).
 
-use crate::train::image_model;
 use crate::train::plot::{font, FAMILY};
+use crate::train::{image_model, q};
 use image::codecs::png::PngEncoder;
 use image::{ColorType, ImageEncoder};
 use plotters::prelude::*;
@@ -29,10 +29,6 @@ pub const PREDICT_USAGE: &str = "usage: quill predict [--checkpoint PATH] IMAGE.
 
 const MEAN: f64 = 0.1307;
 const STD: f64 = 0.3081;
-
-fn q<T>(r: quill::Result<T>) -> Result<T, String> {
-    r.map_err(|e| e.to_string())
-}
 
 /// The image model a checkpoint holds, in eval mode.
 fn load(path: &Path) -> Result<Sequential, String> {

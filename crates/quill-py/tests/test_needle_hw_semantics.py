@@ -99,7 +99,10 @@ def test_subtraction_is_add_of_negate_in_the_graph():
     a = ndl.Tensor(np.array([[1.0, 2.0]]))
     b = ndl.Tensor(np.array([[0.5, 4.0]]))
     c = a - b
-    assert type(c.op).__name__ == "BuiltinOp" or c.op is not None
+    # c's inputs are a itself and the Negate node of b (not b).
+    assert len(c.inputs) == 2 and c.inputs[0]._node_id == a._node_id
+    assert c.inputs[1]._node_id != b._node_id
+    assert [x._node_id for x in c.inputs[1].inputs] == [b._node_id]
     order = ndl.autograd.find_topo_sort([c])
     np.testing.assert_array_equal(order[-2].numpy(), -b.numpy())  # the Negate node
     assert len(order) == 4  # a, b, -b, a + (-b)

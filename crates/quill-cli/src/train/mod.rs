@@ -28,7 +28,8 @@ use quill::{s, NDArray};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-fn q<T>(r: quill::Result<T>) -> Result<T, String> {
+/// A quill error as the CLI's error string.
+pub(crate) fn q<T>(r: quill::Result<T>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
 }
 

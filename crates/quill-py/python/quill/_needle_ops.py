@@ -87,14 +87,17 @@ def _ops():
 
 
 EWiseAdd = _op("EWiseAdd", (), lambda s, a, b: a + b, doc="``a + b``.")
-AddScalar = _op("AddScalar", ("scalar",), lambda s, a: a + s.scalar, doc="``a + scalar``.")
+AddScalar = _op("AddScalar", ("scalar",), lambda s, a: _ops().add_scalar(a, s.scalar),
+                 doc="``a + scalar``.")
 EWiseMul = _op("EWiseMul", (), lambda s, a, b: a * b, doc="``a * b``.")
-MulScalar = _op("MulScalar", ("scalar",), lambda s, a: a * s.scalar, doc="``a * scalar``.")
+MulScalar = _op("MulScalar", ("scalar",), lambda s, a: _ops().mul_scalar(a, s.scalar),
+                 doc="``a * scalar``.")
 EWisePow = _op("EWisePow", (), lambda s, a, b: a ** b, doc="``a ** b``, both Tensors.")
-PowerScalar = _op("PowerScalar", ("scalar",), lambda s, a: a ** s.scalar,
+PowerScalar = _op("PowerScalar", ("scalar",), lambda s, a: _ops().power_scalar(a, s.scalar),
                   doc="``a ** scalar`` (an integer scalar in needle).")
 EWiseDiv = _op("EWiseDiv", (), lambda s, a, b: a / b, doc="``a / b``.")
-DivScalar = _op("DivScalar", ("scalar",), lambda s, a: a / s.scalar, doc="``a / scalar``.")
+DivScalar = _op("DivScalar", ("scalar",), lambda s, a: _ops().divide_scalar(a, s.scalar),
+                 doc="``a / scalar``.")
 Negate = _op("Negate", (), lambda s, a: -a, doc="``-a``.")
 MatMul = _op("MatMul", (), lambda s, a, b: a @ b, doc="``a @ b`` (batched, broadcast).")
 Transpose = _op("Transpose", ("axes",), lambda s, a: _ops().transpose(a, s.axes),
