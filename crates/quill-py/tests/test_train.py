@@ -94,6 +94,75 @@ def test_conv_matches_numpy():
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
+def _conv_reference(x, w, b, s):
+    """Naive NCHW convolution with 'same' padding 1, weight (k, k, in, out), and the
+    gradients of sum(y * g) (x, w, b), all by loops over output positions in float64."""
+    n, c, h, wd = x.shape
+    k, o = w.shape[0], w.shape[3]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ho, wo = (h + 2 - k) // s + 1, (wd + 2 - k) // s + 1
+    y = np.zeros((n, o, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            y[:, :, i, j] = np.einsum("nchw,hwco->no", xp[:, :, i * s:i * s + k, j * s:j * s + k], w)
+    y += 0 if b is None else b.reshape(1, o, 1, 1)
+
+    def grads(g):
+        gx, gw = np.zeros_like(xp), np.zeros(w.shape)
+        for i in range(ho):
+            for j in range(wo):
+                patch = xp[:, :, i * s:i * s + k, j * s:j * s + k]
+                gw += np.einsum("nchw,no->hwco", patch, g[:, :, i, j])
+                gx[:, :, i * s:i * s + k, j * s:j * s + k] += np.einsum("hwco,no->nchw", w, g[:, :, i, j])
+        return gx[:, :, 1:-1, 1:-1], gw, g.sum((0, 2, 3))
+
+    return y, grads
+
+
+@pytest.mark.parametrize("stride,bias", [(1, True), (2, False)])
+def test_conv_module_is_rust_conv2d_over_needle_layout(stride, bias):
+    rng = np.random.default_rng(7)
+    # A permuted, stepped view as the input: NHWC data read as NCHW, every other column.
+    base = rng.standard_normal((2, 7, 12, 3)).astype(np.float32)
+    x = ndl.Tensor(base).permute((0, 3, 1, 2))[:, :, :, ::2]
+    xn = base.transpose(0, 3, 1, 2)[:, :, :, ::2]
+    conv = nn.Conv(3, 5, 3, stride=stride, bias=bias)
+    y = conv(x)
+    want, grads = _conv_reference(xn, conv.weight.numpy(), conv.bias.numpy() if bias else None, stride)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(want.shape).astype(np.float32)
+    (y * ndl.Tensor(g)).sum().backward()
+    gx, gw, gb = grads(g)
+    # The gradient lands in needle's (k, k, in, out) Parameter.
+    assert conv.weight.grad.shape == (3, 3, 3, 5)
+    np.testing.assert_allclose(conv.weight.grad.numpy(), gw, rtol=1e-3, atol=1e-3)
+    if bias:
+        np.testing.assert_allclose(conv.bias.grad.numpy(), gb, rtol=1e-3, atol=1e-3)
+    # A weight assigned by the user (as needle's tests copy PyTorch's in) is the next call's.
+    conv.weight = nn.Parameter(np.zeros((3, 3, 3, 5), np.float32))
+    const = conv.bias.numpy().reshape(1, 5, 1, 1) if bias else 0
+    np.testing.assert_allclose(conv(x).numpy(), np.zeros(want.shape) + const, atol=0)
+    with pytest.raises(ValueError, match="Conv"):
+        nn.Conv(3, 5, 3)(ndl.Tensor(np.zeros((1, 4, 5, 5), np.float32)))
+
+
+def test_conv_input_gradient_through_a_view():
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((1, 6, 10, 2)).astype(np.float32)
+    leaf = ndl.Tensor(base)
+    conv = nn.Conv(2, 3, 3, stride=2, bias=True)
+    y = conv(leaf.permute((0, 3, 1, 2))[:, :, :, ::-2])
+    xn = base.transpose(0, 3, 1, 2)[:, :, :, ::-2]
+    want, grads = _conv_reference(xn, conv.weight.numpy(), conv.bias.numpy(), 2)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(want.shape).astype(np.float32)
+    (y * ndl.Tensor(g)).sum().backward()
+    gx = grads(g)[0]
+    expect = np.zeros((1, 2, 6, 10))
+    expect[:, :, :, ::-2] = gx
+    np.testing.assert_allclose(leaf.grad.numpy(), expect.transpose(0, 2, 3, 1), rtol=1e-3, atol=1e-3)
+
+
 def test_mnist_reader_rejects_malformed_files(tmp_path):
     bad = tmp_path / "bad.gz"
     import gzip
