@@ -5,7 +5,7 @@
 //! anything but `0`), the first trip of each op prints one line on stderr naming the op and
 //! what the backend lacked. `supports` says beforehand which ops run natively where.
 
-use crate::Device;
+use crate::{fused, Device};
 use quill_core::{BinaryOp, DType, Error, ReduceOp, Result, UnaryOp};
 use std::sync::Mutex;
 
@@ -43,7 +43,7 @@ const OTHER_OPS: [&str; 25] = [
 const UPDATE_OPS: [&str; 3] = ["sgd_step", "adam_step", "adamw_step"];
 
 /// Every op name `supports` answers for: quill-core's unary, binary and reduce tables, then
-/// the other backend ops and the optimizer steps.
+/// the other backend ops, the optimizer steps and the fused ops' registry (`fused::FUSED`).
 pub fn supported_ops() -> Vec<&'static str> {
     UnaryOp::ALL
         .iter()
@@ -52,19 +52,33 @@ pub fn supported_ops() -> Vec<&'static str> {
         .chain(ReduceOp::ALL.iter().map(|r| r.name()))
         .chain(OTHER_OPS)
         .chain(UPDATE_OPS)
+        .chain(fused::kinds().map(|k| k.name))
         .collect()
 }
 
 /// Whether `op` runs on `device` for `dtype` with that device's own kernel (true) or through
 /// the host (false: its operands are copied down, the CPU kernel runs, the result goes back),
 /// answered from the backend's kernel table without running anything. Every op is native on
-/// the CPU. An unknown op name is an error listing the known ones.
+/// the CPU. A fused op runs on a device without a host round trip when the device has its
+/// kernel or every primitive of its composite (`fused_kernel` tells the two apart). An
+/// unknown op name is an error listing the known ones.
 pub fn supports(op: &str, dtype: DType, device: Device) -> Result<bool> {
     if !supported_ops().contains(&op) {
         return Err(Error::invalid(
             "supports",
             format!("unknown op {op:?}; the ops are {:?}", supported_ops()),
         ));
+    }
+    if let Some(kind) = fused::kinds().find(|k| k.name == op) {
+        if fused::fused_kernel(op, dtype, device)? {
+            return Ok(true);
+        }
+        for p in kind.composite {
+            if !supports(p, dtype, device)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
     }
     match device {
         Device::Cpu => Ok(true),
@@ -168,6 +182,26 @@ mod tests {
         ] {
             assert!(!supports(op, DType::F32, cuda).unwrap(), "{op}");
         }
+    }
+
+    #[test]
+    fn every_fused_op_composite_names_known_primitives() {
+        let ops = supported_ops();
+        for kind in fused::kinds() {
+            assert!(!kind.composite.is_empty(), "{}", kind.name);
+            for p in kind.composite {
+                assert!(ops.contains(p), "{}: unknown primitive {p}", kind.name);
+                assert!(
+                    fused::kinds().all(|k| k.name != *p),
+                    "{}: a composite of fused ops",
+                    kind.name
+                );
+            }
+            assert!(fused::fused_kernel(kind.name, DType::F32, Device::Cpu).unwrap());
+            assert!(!fused::fused_kernel(kind.name, DType::F16, Device::Cpu).unwrap());
+        }
+        let e = fused::fused_kernel("matmul", DType::F32, Device::Cpu).unwrap_err();
+        assert!(e.to_string().contains("unknown fused op"), "{e}");
     }
 
     #[test]

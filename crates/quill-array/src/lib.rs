@@ -7,10 +7,12 @@
 mod backend;
 pub mod device;
 mod fallback;
+pub mod fused;
 pub mod ndarray;
 
 #[cfg(feature = "cuda")]
 pub use backend::cuda;
 pub use device::Device;
 pub use fallback::{host_round_trips, reset_host_round_trips, supported_ops, supports};
+pub use fused::{fused_kernel, fused_ops};
 pub use ndarray::{NDArray, Pinned};

@@ -14,6 +14,7 @@ pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod fill;
+pub mod fused;
 pub mod index;
 pub mod matmul;
 pub mod maxpool;

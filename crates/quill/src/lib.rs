@@ -24,8 +24,8 @@ pub mod tensor;
 #[cfg(feature = "cuda")]
 pub use quill_array::cuda;
 pub use quill_array::{
-    device, host_round_trips, ndarray, reset_host_round_trips, supported_ops, supports, Device,
-    NDArray, Pinned,
+    device, fused_kernel, fused_ops, host_round_trips, ndarray, reset_host_round_trips,
+    supported_ops, supports, Device, NDArray, Pinned,
 };
 pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,

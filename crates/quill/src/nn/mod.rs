@@ -30,7 +30,7 @@ pub use gru::{GRUCell, GRU};
 pub use linear::{Embedding, Linear};
 pub use lstm::{LSTMCell, LSTM};
 pub use module::Module;
-pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, Dropout, LayerNorm};
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, Dropout, LayerNorm, RMSNorm};
 pub use pool::{AvgPool2d, MaxPool2d};
 pub use recurrent::{Nonlinearity, RecurrentParams};
 pub use rnn::{RNNCell, RNN};

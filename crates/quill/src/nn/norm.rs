@@ -182,6 +182,43 @@ impl Module for LayerNorm {
     }
 }
 
+/// Normalises over the last dim by the root mean square (no centring, no bias), then scales:
+/// `x / sqrt(mean(x^2) + eps) * weight` (PyTorch's `nn.RMSNorm`; LLaMA's norm). One fused op.
+pub struct RMSNorm {
+    /// The scale, (D), ones at first.
+    pub weight: Tensor,
+    /// Added to the mean square (PyTorch's default is its dtype's epsilon; this one is 1e-6).
+    pub eps: f64,
+}
+
+impl RMSNorm {
+    /// An RMS norm over a last dim of `dim` values, in f32, with `eps` = 1e-6.
+    pub fn new(dim: usize) -> Result<RMSNorm> {
+        Ok(RMSNorm {
+            weight: Tensor::from_array(NDArray::ones(&[dim], DType::F32)?, true)?,
+            eps: 1e-6,
+        })
+    }
+}
+
+impl Module for RMSNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let d = self.weight.shape()[0];
+        if x.ndim() == 0 || x.shape()[x.ndim() - 1] != d {
+            return Err(Error::ShapeMismatch {
+                op: "RMSNorm",
+                lhs: x.shape().into(),
+                rhs: vec![d].into(),
+                hint: " (the last dim must be the normalised dim)".into(),
+            });
+        }
+        x.rms_norm(&self.weight, self.eps)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        vec![("weight".into(), self.weight.clone())]
+    }
+}
+
 /// Zeroes each element with probability `p` in training and scales the rest by 1/(1-p);
 /// the identity in eval. The mask of the k-th call comes from `seed` and k, and k is a buffer
 /// (`"calls"`), so a resumed checkpoint draws the same masks as an uninterrupted run.

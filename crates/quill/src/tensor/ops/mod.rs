@@ -8,13 +8,13 @@ mod conv2d;
 mod elementwise;
 mod index;
 mod layer_norm;
-mod layer_norm_kernels;
 mod linalg;
 mod movement;
 mod norm;
 mod pad;
 mod pool2d;
 mod reduce;
+mod rms_norm;
 
 use super::{Backward, Tensor};
 use crate::NDArray;

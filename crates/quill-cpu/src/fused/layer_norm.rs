@@ -4,103 +4,17 @@
 //! blocks, each block's `gw` / `gb` partial summed in block order, so results do not depend on
 //! the thread count. Sums use 8 lanes so that LLVM vectorises them without reassociating.
 
-use quill_cpu::simd::with_best_simd;
-use std::ops::{Add, Div, Mul, Sub};
-
-/// f32 and f64: the arithmetic the loops need.
-pub(crate) trait Float:
-    quill_cpu::CpuElement
-    + Copy
-    + Default
-    + Send
-    + Sync
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-{
-    fn of(v: f64) -> Self;
-    fn rsqrt(self) -> Self;
-}
-
-impl Float for f32 {
-    fn of(v: f64) -> f32 {
-        v as f32
-    }
-    fn rsqrt(self) -> f32 {
-        1.0 / self.sqrt()
-    }
-}
-
-impl Float for f64 {
-    fn of(v: f64) -> f64 {
-        v
-    }
-    fn rsqrt(self) -> f64 {
-        1.0 / self.sqrt()
-    }
-}
+use super::{sum, sum3, sum_by, Float};
+use crate::simd::with_best_simd;
 
 /// Rows per block: the unit of parallel work and of the `gw` / `gb` partial sums.
 const BLOCK: usize = 32;
 /// Elements below which a call stays on the calling thread.
 const PARALLEL: usize = 1 << 15;
 
-#[inline(always)]
-fn sum<R: Float>(v: &[R]) -> R {
-    sum_by(v, v, |x, _| x)
-}
-
-/// `sum(f(a_i, b_i))` in 8 lanes.
-#[inline(always)]
-fn sum_by<R: Float>(a: &[R], b: &[R], f: impl Fn(R, R) -> R) -> R {
-    let mut acc = [R::default(); 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for j in 0..8 {
-            acc[j] = acc[j] + f(x[j], y[j]);
-        }
-    }
-    let mut s = R::default();
-    for (&x, &y) in ra.iter().zip(rb) {
-        s = s + f(x, y);
-    }
-    s + fold8(acc)
-}
-
-/// `sum(f(a_i, b_i, c_i))` in 8 lanes.
-#[inline(always)]
-fn sum3<R: Float>(a: &[R], b: &[R], c: &[R], f: impl Fn(R, R, R) -> R) -> R {
-    let mut acc = [R::default(); 8];
-    let (ca, cb, cc) = (a.chunks_exact(8), b.chunks_exact(8), c.chunks_exact(8));
-    let (ra, rb, rc) = (ca.remainder(), cb.remainder(), cc.remainder());
-    for ((x, y), z) in ca.zip(cb).zip(cc) {
-        for j in 0..8 {
-            acc[j] = acc[j] + f(x[j], y[j], z[j]);
-        }
-    }
-    let mut s = R::default();
-    for ((&x, &y), &z) in ra.iter().zip(rb).zip(rc) {
-        s = s + f(x, y, z);
-    }
-    s + fold8(acc)
-}
-
-#[inline(always)]
-fn fold8<R: Float>(acc: [R; 8]) -> R {
-    let pairs = [
-        acc[0] + acc[4],
-        acc[1] + acc[5],
-        acc[2] + acc[6],
-        acc[3] + acc[7],
-    ];
-    (pairs[0] + pairs[2]) + (pairs[1] + pairs[3])
-}
-
 /// Normalises each row of `x` (rows of `w.len()` values) into `y`, scaled by `w` and shifted
 /// by `b`; writes each row's mean and 1/sqrt(var + eps) (biased variance).
-pub(crate) fn forward<R: Float>(
+pub fn forward<R: Float>(
     x: &[R],
     w: &[R],
     b: &[R],
@@ -126,7 +40,7 @@ pub(crate) fn forward<R: Float>(
         .zip(rstd.chunks_mut(BLOCK))
         .map(|(((x, y), m), r)| (x, y, m, r));
     if x.len() >= PARALLEL {
-        quill_cpu::par::for_each_item(parts, quill_cpu::par::threads(), run);
+        crate::par::for_each_item(parts, crate::par::threads(), run);
     } else {
         parts.for_each(run);
     }
@@ -169,7 +83,7 @@ type BackPart<'a, R> = (
 
 /// The gradients at `x` given the output's gradient `g` and the forward's `mean` / `rstd`:
 /// `gx` (same shape as `x`, written when given), and `(gw, gb)` summed over rows.
-pub(crate) fn backward<R: Float>(
+pub fn backward<R: Float>(
     x: &[R],
     g: &[R],
     w: &[R],
@@ -198,7 +112,7 @@ pub(crate) fn backward<R: Float>(
         .zip(mean.chunks(BLOCK).zip(rstd.chunks(BLOCK)))
         .zip(partial.chunks_mut(2 * d));
     if x.len() >= PARALLEL {
-        quill_cpu::par::for_each_item(parts, quill_cpu::par::threads(), run);
+        crate::par::for_each_item(parts, crate::par::threads(), run);
     } else {
         parts.for_each(run);
     }

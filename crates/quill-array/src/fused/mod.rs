@@ -1,0 +1,131 @@
+//! Fused ops: one mechanism for every op that does in one kernel what several primitives
+//! would do. Each op is one file here holding its whole definition: the checks (errors name
+//! the op), its composite in NDArray primitives (the reference, and what runs where no kernel
+//! exists), and which backend kernels it has (the loops themselves live in the backend crates,
+//! `quill_cpu::fused` and quill-cuda). `run` is the one device policy:
+//!
+//! 1. the device's own kernel, when the op declares one for that device and dtype;
+//! 2. else the composite, on the same device (its primitives dispatch as usual).
+//!
+//! No fused op copies its operands to the host: a primitive the device lacks is counted by
+//! `host_round_trips` as any primitive is. `FUSED` is the registry that `supports`,
+//! `supported_ops` and `fused_kernel` read, so a caller can ask without running anything.
+//!
+//! Adding a fused op: a file here (a `FusedKind`, a type implementing `FusedOp`, and the
+//! `NDArray` methods that run it), one line in `FUSED`, the kernel per backend, and the Tensor
+//! wrapper with its backward in the `quill` crate.
+
+mod layer_norm;
+mod rms_norm;
+
+use crate::backend::colocate_all;
+use crate::{Device, NDArray};
+use quill_core::{DType, Error, Result};
+
+/// What the registry knows of a fused op, without an instance of it.
+pub struct FusedKind {
+    /// The name `supports`, `host_round_trips` and the errors use.
+    pub name: &'static str,
+    /// The dtypes the CPU kernel takes (operands of one dtype).
+    pub cpu: fn(DType) -> bool,
+    /// The dtypes the CUDA kernel takes (operands of one dtype).
+    pub cuda: fn(DType) -> bool,
+    /// The primitives the composite runs (by `supports`' names): where the device lacks
+    /// a kernel, the op runs on it exactly when these do.
+    pub composite: &'static [&'static str],
+}
+
+/// A kernel for no dtype (a backend without one for this op).
+pub(crate) fn none(_: DType) -> bool {
+    false
+}
+
+/// f32 and f64: the dtypes of the float kernels.
+pub(crate) fn f32_f64(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+/// Every fused op. One line per op (and one per backward that is a fused op of its own).
+pub(crate) const FUSED: [&FusedKind; 4] = [
+    &layer_norm::FORWARD,
+    &layer_norm::BACKWARD,
+    &rms_norm::FORWARD,
+    &rms_norm::BACKWARD,
+];
+
+/// One fused op with its parameters (eps, ...); its operands come to `run`.
+pub(crate) trait FusedOp {
+    /// The arrays it returns (a tuple, or `Option`s for gradients not asked for).
+    type Output;
+    /// Its registry entry.
+    fn kind(&self) -> &'static FusedKind;
+    /// Shapes and dtypes of the operands; an error names the op and the values.
+    fn check(&self, inputs: &[&NDArray]) -> Result<()>;
+    /// The op in NDArray primitives, on any device and dtype.
+    fn composite(&self, inputs: &[&NDArray]) -> Result<Self::Output>;
+    /// The CPU kernel; called only for operands on the CPU of one dtype that `kind().cpu`
+    /// takes.
+    fn cpu(&self, inputs: &[&NDArray]) -> Result<Self::Output>;
+    /// The CUDA kernel; called only for operands on one GPU of one dtype that `kind().cuda`
+    /// takes.
+    fn cuda(&self, inputs: &[&NDArray]) -> Result<Self::Output> {
+        let _ = inputs;
+        Err(Error::invalid(
+            self.kind().name,
+            "declares a CUDA kernel but has none (a quill bug)",
+        ))
+    }
+}
+
+/// Runs `op` on `inputs` by the policy of this module's doc.
+pub(crate) fn run<O: FusedOp>(op: &O, inputs: &[&NDArray]) -> Result<O::Output> {
+    let kind = op.kind();
+    let device = colocate_all(kind.name, inputs)?;
+    op.check(inputs)?;
+    let dtype = inputs.first().map_or(DType::F32, |a| a.dtype());
+    let uniform = inputs
+        .iter()
+        .all(|a| a.dtype() == dtype && a.device() == device);
+    match device {
+        Device::Cpu if uniform && (kind.cpu)(dtype) => op.cpu(inputs),
+        Device::Cuda(_) if uniform && (kind.cuda)(dtype) => op.cuda(inputs),
+        _ => op.composite(inputs),
+    }
+}
+
+impl NDArray {
+    /// `self` in `dtype`: itself when it already is (no copy, unlike `astype`).
+    pub(crate) fn astype_if(&self, dtype: DType) -> Result<NDArray> {
+        if self.dtype() == dtype {
+            Ok(self.clone())
+        } else {
+            self.astype(dtype)
+        }
+    }
+}
+
+/// The fused ops' registry entries.
+pub(crate) fn kinds() -> impl Iterator<Item = &'static FusedKind> {
+    FUSED.into_iter()
+}
+
+/// The fused ops' names (forwards and backwards), in registry order.
+pub fn fused_ops() -> Vec<&'static str> {
+    kinds().map(|k| k.name).collect()
+}
+
+/// Whether the fused op `op` runs its own kernel (true) or its composite (false) on `device`
+/// for operands of `dtype`. An unknown name is an error listing the fused ops.
+pub fn fused_kernel(op: &str, dtype: DType, device: Device) -> Result<bool> {
+    let Some(kind) = kinds().find(|k| k.name == op) else {
+        let names: Vec<&str> = kinds().map(|k| k.name).collect();
+        return Err(Error::invalid(
+            "fused_kernel",
+            format!("unknown fused op {op:?}; the fused ops are {names:?}"),
+        ));
+    };
+    Ok(match device {
+        Device::Cpu => (kind.cpu)(dtype),
+        Device::Cuda(_) => (kind.cuda)(dtype),
+    })
+}

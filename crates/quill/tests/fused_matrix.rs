@@ -1,0 +1,362 @@
+//! The per-device matrix of the fused ops, driven by quill-array's registry (`fused_ops()`):
+//! every fused op has a case here (a test fails when the registry gains one that has not), and
+//! each case runs on every device (`device_test!`), on contiguous, permuted, reversed-stepped,
+//! offset and broadcast (stride 0) inputs of rank 1 to 8 with size-0 and size-1 dims, in the
+//! kernel's dtypes (f32, f64) and the composite's (f16, bf16, mixed dtypes), against a per-row
+//! f64 loop. Gradients: the fused backward against the recorded (Tensor-op) backward and
+//! against the gradient of the op written as primitives; f64 central differences to second
+//! order.
+
+use quill::tensor::{grad, BackwardOptions, Tensor};
+use quill::{fused_kernel, fused_ops, s, DType, Device, NDArray, Result};
+use quill_test_support::grads::gradcheck_two_orders;
+use quill_test_support::{device_test, Prng};
+
+/// One fused op (and its backward): how to call it, its per-row reference and its composite.
+struct Case {
+    name: &'static str,
+    backward: &'static str,
+    /// Parameter vectors of length D after x (layer norm: weight, bias; RMS norm: weight).
+    params: usize,
+    run: fn(&Tensor, &[Tensor]) -> Result<Tensor>,
+    /// The output of one row given the row and the parameters.
+    row: fn(&[f64], &[Vec<f64>]) -> Vec<f64>,
+    /// The op as primitive Tensor ops.
+    composite: fn(&Tensor, &[Tensor]) -> Result<Tensor>,
+}
+
+const EPS: f64 = 1e-5;
+
+fn layer_norm_row(x: &[f64], p: &[Vec<f64>]) -> Vec<f64> {
+    let d = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / d;
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / d;
+    let r = 1.0 / (var + EPS).sqrt();
+    x.iter()
+        .enumerate()
+        .map(|(j, v)| (v - mean) * r * p[0][j] + p[1][j])
+        .collect()
+}
+
+fn rms_norm_row(x: &[f64], p: &[Vec<f64>]) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let r = 1.0 / (ms + EPS).sqrt();
+    x.iter().enumerate().map(|(j, v)| v * r * p[0][j]).collect()
+}
+
+const CASES: [Case; 2] = [
+    Case {
+        name: "layer_norm",
+        backward: "layer_norm_backward",
+        params: 2,
+        run: |x, p| x.layer_norm(&p[0], &p[1], EPS),
+        row: layer_norm_row,
+        composite: |x, p| {
+            let c = x.sub(&x.mean(Some(&[-1]), true)?)?;
+            let var = c.square()?.mean(Some(&[-1]), true)?;
+            c.div(&var.add_scalar(EPS)?.sqrt()?)?.mul(&p[0])?.add(&p[1])
+        },
+    },
+    Case {
+        name: "rms_norm",
+        backward: "rms_norm_backward",
+        params: 1,
+        run: |x, p| x.rms_norm(&p[0], EPS),
+        row: rms_norm_row,
+        composite: |x, p| {
+            let ms = x.square()?.mean(Some(&[-1]), true)?;
+            x.div(&ms.add_scalar(EPS)?.sqrt()?)?.mul(&p[0])
+        },
+    },
+];
+
+#[test]
+fn every_registered_fused_op_has_a_case() {
+    for op in fused_ops() {
+        assert!(
+            CASES.iter().any(|c| c.name == op || c.backward == op),
+            "fused op {op} has no case in tests/fused_matrix.rs"
+        );
+    }
+    for c in &CASES {
+        for op in [c.name, c.backward] {
+            assert!(fused_ops().contains(&op), "{op} is not in the registry");
+            // On the CPU: kernels for f32 / f64, the composite otherwise.
+            assert!(fused_kernel(op, DType::F32, Device::Cpu).unwrap(), "{op}");
+            assert!(fused_kernel(op, DType::F64, Device::Cpu).unwrap(), "{op}");
+            assert!(!fused_kernel(op, DType::F16, Device::Cpu).unwrap(), "{op}");
+            assert!(
+                quill::supports(op, DType::BF16, Device::Cpu).unwrap(),
+                "{op}"
+            );
+        }
+    }
+}
+
+fn vals(t: &NDArray) -> Vec<f64> {
+    t.astype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+fn uniform(rng: &mut Prng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
+    (0..n).map(|_| lo + (hi - lo) * rng.unit()).collect()
+}
+
+/// `v` as an array of `shape` on `dev` in `dtype`.
+fn on(dev: Device, v: Vec<f64>, shape: &[usize], dtype: DType) -> NDArray {
+    NDArray::from_vec(v, shape)
+        .unwrap()
+        .astype(dtype)
+        .unwrap()
+        .to_device(dev)
+        .unwrap()
+}
+
+/// x of `shape` as views made on `dev`: contiguous, permuted, reversed and stepped along dim
+/// 0, offset by one row, and a row broadcast along dim 0 (stride 0). Empty shapes get the
+/// first two.
+fn layouts(
+    rng: &mut Prng,
+    dev: Device,
+    shape: &[usize],
+    dt: DType,
+) -> Vec<(&'static str, NDArray)> {
+    let n: usize = shape.iter().product();
+    let rank = shape.len();
+    let rev: Vec<usize> = shape.iter().rev().copied().collect();
+    let axes: Vec<isize> = (0..rank as isize).rev().collect();
+    let mut out = vec![
+        ("contiguous", on(dev, uniform(rng, n, -2.0, 2.0), shape, dt)),
+        (
+            "permuted",
+            on(dev, uniform(rng, n, -2.0, 2.0), &rev, dt)
+                .permute(&axes)
+                .unwrap(),
+        ),
+    ];
+    if n == 0 {
+        return out;
+    }
+    let row = n / shape[0];
+    let mut big = shape.to_vec();
+    big[0] *= 2;
+    let stepped = on(dev, uniform(rng, 2 * n, -2.0, 2.0), &big, dt);
+    out.push(("reversed, stepped", stepped.slice(&s![..;-2]).unwrap()));
+    let mut longer = shape.to_vec();
+    longer[0] += 1;
+    let offset = on(dev, uniform(rng, n + row, -2.0, 2.0), &longer, dt);
+    out.push(("offset", offset.slice(&s![1..]).unwrap()));
+    if rank == 1 {
+        // A broadcast row would be one value repeated: zero variance, ill-conditioned.
+        return out;
+    }
+    let mut one = shape.to_vec();
+    one[0] = 1;
+    let b = on(dev, uniform(rng, row, -2.0, 2.0), &one, dt);
+    out.push(("broadcast", b.broadcast_to(shape).unwrap()));
+    out
+}
+
+/// The reference output over the C-order values, row by row.
+fn reference(case: &Case, x: &[f64], d: usize, p: &[Vec<f64>]) -> Vec<f64> {
+    if d == 0 {
+        return vec![];
+    }
+    x.chunks(d).flat_map(|r| (case.row)(r, p)).collect()
+}
+
+#[track_caller]
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+const SHAPES: [&[usize]; 9] = [
+    &[6],
+    &[7, 5],
+    &[3, 4, 9],
+    &[0, 5],
+    &[4, 1],
+    &[1, 8],
+    &[2, 1, 3, 17],
+    &[2, 1, 2, 1, 2, 1, 2, 3],
+    &[70, 40],
+];
+
+device_test!(fused_ops_match_the_row_reference_on_every_layout -> Result<()>);
+fn fused_ops_match_the_row_reference_on_every_layout(dev: Device) -> Result<()> {
+    let mut rng = Prng::new(50);
+    for case in &CASES {
+        // (x dtype, parameter dtype, tolerance): the kernels, then the composite.
+        for (xt, pt, tol) in [
+            (DType::F64, DType::F64, 1e-12),
+            (DType::F32, DType::F32, 2e-5),
+            (DType::F16, DType::F16, 2e-2),
+            (DType::BF16, DType::BF16, 1e-1),
+            (DType::F32, DType::F64, 2e-5),
+        ] {
+            for shape in SHAPES {
+                let d = *shape.last().unwrap();
+                for (layout, x) in layouts(&mut rng, dev, shape, xt) {
+                    let p: Vec<NDArray> = (0..case.params)
+                        .map(|_| on(dev, uniform(&mut rng, d, 0.5, 1.5), &[d], pt))
+                        .collect();
+                    let ctx = format!("{} {xt}/{pt} {shape:?} {layout} on {dev}", case.name);
+                    let pt: Vec<Tensor> = p.iter().map(|a| Tensor::new(a.clone())).collect();
+                    let y = (case.run)(&Tensor::new(x.clone()), &pt)?;
+                    assert_eq!(y.shape(), shape, "{ctx}");
+                    assert_eq!(y.device(), dev, "{ctx}");
+                    let pv: Vec<Vec<f64>> = p.iter().map(vals).collect();
+                    let want = reference(case, &vals(&x), d, &pv);
+                    assert_close(&vals(y.array()), &want, tol, &ctx);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+device_test!(fused_backward_matches_recorded_and_primitive_gradients -> Result<()>);
+fn fused_backward_matches_recorded_and_primitive_gradients(dev: Device) -> Result<()> {
+    let mut rng = Prng::new(51);
+    for case in &CASES {
+        for (dt, tol) in [(DType::F64, 1e-9), (DType::F32, 1e-4)] {
+            for shape in SHAPES {
+                let d = *shape.last().unwrap();
+                for (layout, x) in layouts(&mut rng, dev, shape, dt) {
+                    let ctx = format!("{} {dt} {shape:?} {layout} on {dev}", case.name);
+                    let x = Tensor::from_array(x, true)?;
+                    let mut ins = vec![x.clone()];
+                    for _ in 0..case.params {
+                        let v = on(dev, uniform(&mut rng, d, 0.5, 1.5), &[d], dt);
+                        ins.push(Tensor::from_array(v, true)?);
+                    }
+                    let seed =
+                        Tensor::new(on(dev, uniform(&mut rng, x.numel(), -1.0, 1.0), shape, dt));
+                    let y = (case.run)(&x, &ins[1..])?;
+                    let plain = BackwardOptions::default();
+                    let fused = grad(&y, &ins, Some(&seed), plain)?;
+                    let recorded = BackwardOptions {
+                        create_graph: true,
+                        ..plain
+                    };
+                    let y = (case.run)(&x, &ins[1..])?;
+                    let taped = grad(&y, &ins, Some(&seed), recorded)?;
+                    let r = (case.composite)(&x, &ins[1..])?;
+                    let prim = grad(&r, &ins, Some(&seed), plain)?;
+                    for k in 0..ins.len() {
+                        assert_eq!(fused[k].shape(), ins[k].shape(), "{ctx} grad {k}");
+                        assert_eq!(fused[k].device(), dev, "{ctx} grad {k}");
+                        let f = vals(fused[k].array());
+                        assert_close(
+                            &f,
+                            &vals(taped[k].array()),
+                            tol,
+                            &format!("{ctx} taped {k}"),
+                        );
+                        assert_close(&f, &vals(prim[k].array()), tol, &format!("{ctx} prim {k}"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fused_ops_gradcheck_to_second_order() -> Result<()> {
+    let mut rng = Prng::new(52);
+    for case in &CASES {
+        for shape in [&[5usize][..], &[4, 5], &[3, 2, 6]] {
+            let d = *shape.last().unwrap();
+            let n: usize = shape.iter().product();
+            // A permuted x: its rows are strided in the buffer.
+            let rev: Vec<usize> = shape.iter().rev().copied().collect();
+            let axes: Vec<isize> = (0..shape.len() as isize).rev().collect();
+            let xs = NDArray::from_vec(uniform(&mut rng, n, -2.0, 2.0), &rev)?.permute(&axes)?;
+            let mut inputs = vec![Tensor::from_array(xs, true)?];
+            for _ in 0..case.params {
+                let v = NDArray::from_vec(uniform(&mut rng, d, 0.5, 1.5), &[d])?;
+                inputs.push(Tensor::from_array(v, true)?);
+            }
+            let r = Tensor::new(NDArray::from_vec(uniform(&mut rng, n, -1.0, 1.0), shape)?);
+            let f = |t: &[Tensor]| -> Result<Tensor> {
+                (case.run)(&t[0], &t[1..])?.mul(&r)?.sum(None, false)
+            };
+            let (one, two) = gradcheck_two_orders(f, &inputs, &mut rng)?;
+            assert!(one.passed, "{} first order {shape:?}: {one}", case.name);
+            assert!(two.passed, "{} second order {shape:?}: {two}", case.name);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fused_ops_reject_bad_shapes_and_dtypes_by_name() -> Result<()> {
+    let x = Tensor::new(NDArray::ones(&[4, 8], DType::F32)?);
+    let w7 = Tensor::new(NDArray::ones(&[7], DType::F32)?);
+    let w2 = Tensor::new(NDArray::ones(&[2, 4], DType::F32)?);
+    let scalar = Tensor::new(NDArray::ones(&[], DType::F32)?);
+    for case in &CASES {
+        for w in [&w7, &w2] {
+            let p = vec![w.clone(); case.params];
+            let e = (case.run)(&x, &p).unwrap_err().to_string();
+            assert!(e.contains(case.name) && e.contains("[4, 8]"), "{e}");
+        }
+        let p = vec![Tensor::new(NDArray::ones(&[1], DType::F32)?); case.params];
+        assert!((case.run)(&scalar, &p).is_err(), "{}: rank 0", case.name);
+    }
+    let xi = Tensor::new(NDArray::ones(&[2, 3], DType::I32)?);
+    let w = Tensor::new(NDArray::ones(&[3], DType::F32)?);
+    let e = xi.rms_norm(&w, EPS).unwrap_err().to_string();
+    assert!(
+        e.contains("rms_norm") && e.contains("floating-point"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn rms_norm_module_threads_and_its_kernel_agree_with_f64() -> Result<()> {
+    use quill::nn::{Module, RMSNorm};
+    // 300 x 128 is past the kernels' threading threshold; results must not depend on it.
+    let (rows, d) = (300usize, 128usize);
+    let x = NDArray::randn(&[rows, d], 3, DType::F32)?.mul_scalar(3.0)?;
+    let run = |threads: usize| -> Vec<f64> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let m = RMSNorm::new(d).unwrap();
+            let xt = Tensor::from_array(x.clone(), true).unwrap();
+            let y = m.forward(&xt).unwrap();
+            assert_eq!(y.grad_fn_name(), Some("RmsNormBackward"));
+            let g = grad(
+                &y.square().unwrap().sum(None, false).unwrap(),
+                &[xt, m.weight.clone()],
+                None,
+                Default::default(),
+            )
+            .unwrap();
+            let mut out = vals(y.array());
+            out.extend(vals(g[0].array()));
+            out.extend(vals(g[1].array()));
+            out
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(2), "1 vs 2 threads");
+    let want = reference(&CASES[1], &vals(&x), d, &[vec![1.0; d]]);
+    assert_close(&one[..rows * d], &want, 2e-5, "module output");
+    let e = RMSNorm::new(5)?
+        .forward(&Tensor::new(x))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RMSNorm"), "{e}");
+    Ok(())
+}
