@@ -230,3 +230,47 @@ impl NDArray {
         gather_impl(OP, &src, ax, &idx)
     }
 }
+
+impl NDArray {
+    /// The rows (first-axis slices) at `indices`, in their order, as a new contiguous array
+    /// with a first axis of `indices.len()`: how a dataset gathers a batch. On the CPU, one
+    /// copy per row into a pooled buffer; elsewhere `index_select` on the device. An index past
+    /// the first axis is an error naming it.
+    pub fn select_rows(&self, indices: &[usize]) -> Result<NDArray> {
+        const OP: &str = "select_rows";
+        if self.ndim() == 0 {
+            return Err(Error::invalid(OP, "a rank-0 array has no rows"));
+        }
+        let n = self.shape()[0];
+        if let Some(&bad) = indices.iter().find(|&&i| i >= n) {
+            return Err(Error::IndexOutOfRange {
+                op: OP,
+                index: bad as isize,
+                axis: 0,
+                size: n,
+            });
+        }
+        if self.is_cuda() {
+            let idx: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
+            let idx = NDArray::from_vec(idx, &[indices.len()])?;
+            return self.index_select(0, &idx);
+        }
+        let mut shape = self.shape().to_vec();
+        shape[0] = indices.len();
+        let row: usize = self.shape()[1..].iter().product();
+        quill_cpu::dispatch_dtype!(self.dtype(), T => {
+            let rows = self.with_host_slice(|data: &[T]| -> Result<Vec<T>> {
+                // A pooled buffer: batches of one size are freed and taken again every step.
+                let len = row.saturating_mul(indices.len());
+                let mut out = quill_cpu::pool::take::<T>(OP, len)?;
+                if row > 0 {
+                    for (dst, &i) in out.chunks_exact_mut(row).zip(indices) {
+                        dst.copy_from_slice(&data[i * row..(i + 1) * row]);
+                    }
+                }
+                Ok(out)
+            })??;
+            NDArray::from_vec(rows, &shape)
+        })
+    }
+}

@@ -4,7 +4,6 @@
 
 use crate::NDArray;
 use quill_core::{Error, Result};
-use quill_cpu::{dispatch_dtype, CpuElement};
 
 /// Indexed (input, target) samples. Batched access is the primitive so that an implementation can
 /// gather a whole batch at once; `Send + Sync` so a `DataLoader` can read it from its worker.
@@ -88,30 +87,8 @@ impl Dataset for TensorDataset {
             });
         }
         Ok((
-            gather(&self.inputs, indices)?,
-            gather(&self.targets, indices)?,
+            self.inputs.select_rows(indices)?,
+            self.targets.select_rows(indices)?,
         ))
     }
-}
-
-/// Rows `indices` of the contiguous array `a`, as a new contiguous array.
-fn gather(a: &NDArray, indices: &[usize]) -> Result<NDArray> {
-    let mut shape = a.shape().to_vec();
-    shape[0] = indices.len();
-    let row: usize = a.shape()[1..].iter().product();
-    dispatch_dtype!(a.dtype(), T => {
-        let rows = a.with_host_slice(|data: &[T]| gather_rows::<T>(data, row, indices))??;
-        NDArray::from_vec(rows, &shape)?.to_device(a.device())
-    })
-}
-
-fn gather_rows<T: CpuElement>(data: &[T], row: usize, indices: &[usize]) -> Result<Vec<T>> {
-    // A pooled buffer: batches of one size are freed and taken again every step.
-    let mut out = quill_cpu::pool::take::<T>("gather_rows", row.saturating_mul(indices.len()))?;
-    if row > 0 {
-        for (dst, &i) in out.chunks_exact_mut(row).zip(indices) {
-            dst.copy_from_slice(&data[i * row..(i + 1) * row]);
-        }
-    }
-    Ok(out)
 }
