@@ -5,6 +5,7 @@ pub use crate::buf::Buf;
 use crate::pool;
 use half::{bf16, f16};
 use quill_core::{DType, Element, Result};
+use std::any::Any;
 
 #[derive(Debug)]
 pub enum CpuStorage {
@@ -225,6 +226,32 @@ impl CpuStorage {
 
     pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {
         T::wrap(v)
+    }
+
+    /// A storage owning `v`, for any `quill_core::Element`: moved in (no copy) when `T` is one
+    /// of this enum's element types, as every `Element` quill defines is; an `Element` defined
+    /// elsewhere is converted to its `DTYPE` through its scalar. How the layers above hand
+    /// data in without naming this crate's trait.
+    pub fn from_elements<T: Element>(v: Vec<T>) -> CpuStorage {
+        let mut slot = Some(v);
+        macro_rules! moved {
+            ($($t:ty),*) => {$(
+                if let Some(s) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Vec<$t>>>() {
+                    return <$t as CpuElement>::wrap(s.take().unwrap_or_default());
+                }
+            )*};
+        }
+        moved!(f32, f64, f16, bf16, i32, i64, u8, bool, i8, i16, u16, u32, u64);
+        let v = slot.unwrap_or_default();
+        crate::dispatch_dtype!(T::DTYPE, U => {
+            U::wrap(v.iter().map(|x| U::from_scalar(x.to_scalar())).collect())
+        })
+    }
+
+    /// The elements as `&[T]` when `T` is this storage's element type (None otherwise, and for
+    /// an `Element` defined outside quill).
+    pub fn elements<T: Element>(&self) -> Option<&[T]> {
+        with_storage!(self, b => (b as &dyn Any).downcast_ref::<Buf<T>>().map(|b| &b[..]))
     }
 }
 

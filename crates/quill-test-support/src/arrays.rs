@@ -6,7 +6,7 @@
 use crate::index::{naive_offsets, numel};
 use crate::prng::Prng;
 use crate::shapes::random_layout;
-use quill::{CpuElement, DType, Element, NDArray, Scalar};
+use quill::{DType, Element, NDArray, Scalar};
 
 /// The naive offsets of an array's own layout (shape, strides, offset as it reports them).
 pub fn offsets_of(a: &NDArray) -> Vec<usize> {
@@ -38,7 +38,7 @@ pub fn random_values<T: Element>(rng: &mut Prng, n: usize) -> Vec<T> {
 
 /// An array of `shape` whose C-order elements are `values`, over a larger buffer filled with
 /// `filler`, with a random non-overlapping layout (permuted, gapped, reversed, offset).
-pub fn strided_from<T: CpuElement>(
+pub fn strided_from<T: Element>(
     rng: &mut Prng,
     values: &[T],
     shape: &[usize],

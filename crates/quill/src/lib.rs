@@ -23,6 +23,10 @@ pub mod tensor;
 
 #[cfg(feature = "cuda")]
 pub use quill_array::cuda;
+pub use quill_array::fused;
+pub use quill_array::pool::{
+    empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
+};
 pub use quill_array::{
     device, fused_kernel, fused_ops, host_round_trips, ndarray, reset_host_round_trips,
     supported_ops, supports, Device, NDArray, Pinned,
@@ -31,10 +35,6 @@ pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,
     NewAxis, ReduceOp, Result, Scalar, SliceArg, UnaryOp,
 };
-pub use quill_cpu::pool::{
-    empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
-};
-pub use quill_cpu::CpuElement;
 pub use tensor::Tensor;
 
 /// Runs `f` on a thread of quill's thread pool (rayon's global pool) and returns its result.

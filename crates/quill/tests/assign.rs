@@ -9,7 +9,7 @@
 //! both shapes, bad indices; a failed write leaves the buffer untouched.
 
 use proptest::prelude::*;
-use quill::{s, CpuElement, DType, Element, Error, NDArray, NewAxis, Scalar, SliceArg};
+use quill::{s, DType, Element, Error, NDArray, NewAxis, Scalar, SliceArg};
 use quill_test_support::*;
 
 /// A shape that broadcasts to `dst`: a suffix of it with some dims set to 1, maybe with extra
@@ -43,7 +43,7 @@ fn mirror_assign<T: Copy>(mirror: &mut [T], dst_offs: &[usize], src_vals: &[T]) 
 }
 
 /// Views of the base buffer through which every write must be visible.
-fn check_all_views<T: CpuElement>(base: &NDArray, mirror: &[T], ctx: &str) {
+fn check_all_views<T: Element>(base: &NDArray, mirror: &[T], ctx: &str) {
     assert_same(
         &base.to_vec::<T>().unwrap(),
         mirror,
@@ -67,7 +67,7 @@ fn check_all_views<T: CpuElement>(base: &NDArray, mirror: &[T], ctx: &str) {
 }
 
 /// A random writable view chain over a base buffer holding `init`.
-fn writable_view<T: CpuElement>(
+fn writable_view<T: Element>(
     rng: &mut Prng,
     init: &[T],
     shape: &[usize],
@@ -83,7 +83,7 @@ fn writable_view<T: CpuElement>(
     (base, ch)
 }
 
-fn run_assign_from_other_buffer<T: CpuElement>(seed: u64, ops: usize) {
+fn run_assign_from_other_buffer<T: Element>(seed: u64, ops: usize) {
     let mut rng = Prng::new(seed);
     let shape = random_shape(&mut rng, 5, 8, 2000);
     let init: Vec<T> = random_values(&mut rng, numel(&shape));
@@ -114,7 +114,7 @@ fn run_assign_from_other_buffer<T: CpuElement>(seed: u64, ops: usize) {
     assert_same(&src.to_vec::<T>().unwrap(), &src_vals, &ctx);
 }
 
-fn run_assign_with_cast<S: CpuElement, D: CpuElement>(seed: u64, ops: usize) {
+fn run_assign_with_cast<S: Element, D: Element>(seed: u64, ops: usize) {
     let mut rng = Prng::new(seed);
     let shape = random_shape(&mut rng, 3, 6, 500);
     let init: Vec<D> = random_values(&mut rng, numel(&shape));
@@ -212,7 +212,7 @@ fn run_overlapping_assign(seed: u64, ops: usize) {
     check_all_views(&base, &mirror, &ctx);
 }
 
-fn run_scalar_fill<T: CpuElement>(seed: u64, ops: usize) {
+fn run_scalar_fill<T: Element>(seed: u64, ops: usize) {
     let mut rng = Prng::new(seed);
     let shape = random_shape(&mut rng, 5, 8, 2000);
     let init: Vec<T> = random_values(&mut rng, numel(&shape));
@@ -236,7 +236,7 @@ fn run_scalar_fill<T: CpuElement>(seed: u64, ops: usize) {
     check_all_views(&base, &mirror, &ch.describe());
 }
 
-fn run_set<T: CpuElement>(seed: u64, scalar: bool) {
+fn run_set<T: Element>(seed: u64, scalar: bool) {
     let mut rng = Prng::new(seed);
     let shape = random_shape(&mut rng, 5, 5, 800);
     let init: Vec<T> = random_values(&mut rng, numel(&shape));

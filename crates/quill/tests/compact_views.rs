@@ -8,11 +8,11 @@
 //! and always returns a contiguous array.
 
 use proptest::prelude::*;
-use quill::{s, CpuElement, DType, NDArray, SliceArg};
+use quill::{s, DType, Element, NDArray, SliceArg};
 use quill_test_support::*;
 
 /// Checks every read path of the chain's array against the oracle.
-fn check_reads<T: CpuElement>(ch: &Chain) {
+fn check_reads<T: Element>(ch: &Chain) {
     let ctx = ch.describe();
     let arr = &ch.arr;
     assert_eq!(arr.shape(), ch.table.shape.as_slice(), "{ctx}");
@@ -68,7 +68,7 @@ fn check_reads<T: CpuElement>(ch: &Chain) {
     );
 }
 
-fn run_chain<T: CpuElement>(seed: u64, ops: usize) {
+fn run_chain<T: Element>(seed: u64, ops: usize) {
     let mut rng = Prng::new(seed);
     let shape = random_shape(&mut rng, 5, 7, 2000);
     let vals: Vec<T> = (0..numel(&shape)).map(from_id::<T>).collect();
@@ -242,7 +242,7 @@ fn to_vec_with_the_wrong_type_errs() {
 
 /// A medium array (up to ~20k elements, so the kernels' tiled transpose and reversed-row paths
 /// run) viewed through a random permutation, random flips and random steps.
-fn run_medium<T: CpuElement>(seed: u64) {
+fn run_medium<T: Element>(seed: u64) {
     let mut rng = Prng::new(seed);
     let rank = rng.int(2, 4) as usize;
     let shape: Vec<usize> = loop {

@@ -5,12 +5,12 @@
 //! `Element::cast` applied naively. The source values include NaN, +-inf, -0.0, values just
 //! inside and outside every integer range, and large and negative numbers.
 
-use quill::{s, CpuElement, DType, Element, NDArray, Scalar};
+use quill::{s, DType, Element, NDArray, Scalar};
 use quill_test_support::*;
 
 /// Special values of `T`: built from float and integer specials through `T::from_scalar`
 /// (exact where `T` can hold them), padded to 48 elements.
-fn specials<T: CpuElement>() -> Vec<T> {
+fn specials<T: Element>() -> Vec<T> {
     let floats = [
         0.0,
         -0.0,
@@ -78,7 +78,7 @@ fn specials<T: CpuElement>() -> Vec<T> {
     v
 }
 
-fn check_astype_pair<S: CpuElement, D: CpuElement>(src: &NDArray, vals: &[S], ctx: &str) {
+fn check_astype_pair<S: Element, D: Element>(src: &NDArray, vals: &[S], ctx: &str) {
     let out = src.astype(D::DTYPE).unwrap();
     assert_eq!(out.dtype(), D::DTYPE);
     assert_eq!(out.shape(), src.shape());
@@ -92,7 +92,7 @@ fn check_astype_pair<S: CpuElement, D: CpuElement>(src: &NDArray, vals: &[S], ct
     );
 }
 
-fn astype_all_targets<S: CpuElement>(seed: u64) {
+fn astype_all_targets<S: Element>(seed: u64) {
     let mut rng = Prng::new(seed);
     let vals = specials::<S>();
     // Views: random layouts of shape [6, 8] and [2, 3, 8], a transpose, a reversed 1-D view,
@@ -142,7 +142,7 @@ fn astype_to_the_same_dtype_is_a_copy() {
     }
 }
 
-fn compact_assign_fill<T: CpuElement>(seed: u64) {
+fn compact_assign_fill<T: Element>(seed: u64) {
     let mut rng = Prng::new(seed);
     let d = T::DTYPE;
     // compact of a random layout and of a permuted + flipped + stepped view.

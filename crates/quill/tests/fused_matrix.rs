@@ -70,11 +70,20 @@ const CASES: [Case; 2] = [
     },
 ];
 
+/// Fused ops whose values and gradients are checked in a file of their own (against an
+/// independent reference there), and the tests that do it; this file checks their policy.
+const ELSEWHERE: [(&str, &str); 1] = [(
+    "recurrent_layer",
+    "tests/nn_rnn.rs: sequence_modules_match_the_per_step_reference (per-step f64 loop, \
+     non-contiguous inputs), fused_gradients_equal_the_per_step_graph (first and second order)",
+)];
+
 #[test]
 fn every_registered_fused_op_has_a_case() {
     for op in fused_ops() {
         assert!(
-            CASES.iter().any(|c| c.name == op || c.backward == op),
+            CASES.iter().any(|c| c.name == op || c.backward == op)
+                || ELSEWHERE.iter().any(|(name, _)| *name == op),
             "fused op {op} has no case in tests/fused_matrix.rs"
         );
     }
@@ -262,6 +271,53 @@ fn fused_backward_matches_recorded_and_primitive_gradients(dev: Device) -> Resul
                     }
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+device_test!(recurrent_layer_runs_its_kernel_where_declared -> Result<()>);
+fn recurrent_layer_runs_its_kernel_where_declared(dev: Device) -> Result<()> {
+    use quill::fused::{Activation, Cell};
+    let (t, b, h) = (3usize, 2usize, 4usize);
+    for (cell, g) in [
+        (Cell::Rnn(Activation::Tanh), 1),
+        (Cell::Lstm, 4),
+        (Cell::Gru, 3),
+    ] {
+        for dt in [DType::F32, DType::F64, DType::F16] {
+            let mut rng = Prng::new(53);
+            let mut arr = |shape: &[usize]| {
+                let n = shape.iter().product();
+                on(dev, uniform(&mut rng, n, -1.0, 1.0), shape, dt)
+            };
+            // xg as a permuted view: the kernel reads any layout.
+            let xg = arr(&[g * h, b, t]).permute(&[2, 1, 0])?;
+            let (w, bias, h0, c0) = (arr(&[g * h, h]), arr(&[g * h]), arr(&[b, h]), arr(&[b, h]));
+            let c0 = (cell == Cell::Lstm).then_some(&c0);
+            let got = xg.recurrent_layer(cell, &w, &bias, &h0, c0)?;
+            let kernel = fused_kernel("recurrent_layer", dt, dev).unwrap();
+            assert_eq!(got.is_some(), kernel, "{cell:?} {dt} on {dev}");
+            if let Some((out, tape)) = got {
+                let lead = if cell == Cell::Lstm { vec![2] } else { vec![] };
+                let want: Vec<usize> = lead.into_iter().chain([t, b, h]).collect();
+                assert_eq!(out.shape(), &want[..]);
+                assert_eq!(tape.cell(), cell);
+                let need = vec![true; 4 + usize::from(cell == Cell::Lstm)];
+                let gs = tape.backward(&out, &w, &need)?;
+                assert_eq!(
+                    gs[0].as_ref().map(|a| a.shape().to_vec()),
+                    Some(vec![t, b, g * h])
+                );
+                // A gradient of the wrong shape is an error naming the op, not a panic.
+                let e = tape.backward(&w, &w, &need).unwrap_err().to_string();
+                assert!(e.contains("recurrent_layer_backward"), "{e}");
+            }
+            let e = xg
+                .recurrent_layer(cell, &h0, &bias, &h0, c0)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("recurrent_layer") && e.contains("w_hh"), "{e}");
         }
     }
     Ok(())

@@ -23,7 +23,7 @@ fn build(rng: &mut Prng, vals: &[f64], shape: &[usize], dtype: DType, mode: usiz
     })
 }
 
-fn build_typed<T: quill::CpuElement>(
+fn build_typed<T: quill::Element>(
     rng: &mut Prng,
     vals: &[T],
     shape: &[usize],

@@ -8,19 +8,19 @@
 //! (`as_strided` [300, 300] strides [1, 1]) is only required not to panic and to leave at every
 //! written location one of the values written there.
 
-use quill::{s, CpuElement, DType, Element, NDArray};
+use quill::{s, DType, Element, NDArray};
 use quill_test_support::*;
 use std::collections::HashMap;
 
 /// `n` values of `T`: the element ids where the dtype holds them exactly, pseudo-random otherwise.
-fn data<T: CpuElement>(seed: u64, n: usize) -> Vec<T> {
+fn data<T: Element>(seed: u64, n: usize) -> Vec<T> {
     match T::DTYPE {
         DType::F32 | DType::F64 | DType::I32 | DType::I64 => (0..n).map(from_id::<T>).collect(),
         _ => random_values(&mut Prng::new(seed), n),
     }
 }
 
-fn check_compact<T: CpuElement>(base_vals: &[T], view: &NDArray, ctx: &str) {
+fn check_compact<T: Element>(base_vals: &[T], view: &NDArray, ctx: &str) {
     let want = gather(base_vals, &offsets_of(view));
     let c = view.compact().unwrap();
     assert!(c.is_contiguous(), "{ctx}");
@@ -28,7 +28,7 @@ fn check_compact<T: CpuElement>(base_vals: &[T], view: &NDArray, ctx: &str) {
     assert_same(&c.to_vec::<T>().unwrap(), &want, ctx);
 }
 
-fn permuted_compact<T: CpuElement>() {
+fn permuted_compact<T: Element>() {
     let shape = [64usize, 128, 96];
     let vals = data::<T>(7, numel(&shape));
     let a = NDArray::from_vec(vals.clone(), &shape).unwrap();
@@ -155,7 +155,7 @@ fn stepped_slices_of_a_large_array() {
     check_compact(&vals, &b.slice(&s![..;-1]).unwrap(), "1-D reverse");
 }
 
-fn large_setitem<T: CpuElement>() {
+fn large_setitem<T: Element>() {
     let shape = [64usize, 128, 96];
     let n = numel(&shape);
     let init = data::<T>(11, n);
@@ -233,7 +233,7 @@ fn large_overlapping_assignments_read_the_source_first() {
 
 /// Writes `src` into a self-overlapping destination and checks that every written location
 /// holds one of the values written to it and that nothing else changed.
-fn check_overlapping_destination<T: CpuElement>(
+fn check_overlapping_destination<T: Element>(
     buf_len: usize,
     shape: &[usize],
     strides: &[isize],
@@ -277,7 +277,7 @@ fn check_overlapping_destination<T: CpuElement>(
     }
 }
 
-fn overlapping_destinations<T: CpuElement>() {
+fn overlapping_destinations<T: Element>() {
     let n = 300usize;
     let vals = data::<T>(22, n * n);
     let contiguous = NDArray::from_vec(vals.clone(), &[n, n]).unwrap();

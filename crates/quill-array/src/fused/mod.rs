@@ -16,7 +16,10 @@
 //! wrapper with its backward in the `quill` crate.
 
 mod layer_norm;
+mod recurrent;
 mod rms_norm;
+
+pub use recurrent::{Activation, Cell, RecurrentTape};
 
 use crate::backend::colocate_all;
 use crate::{Device, NDArray};
@@ -46,9 +49,10 @@ pub(crate) fn f32_f64(d: DType) -> bool {
 }
 
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
-pub(crate) const FUSED: [&FusedKind; 4] = [
+pub(crate) const FUSED: [&FusedKind; 5] = [
     &layer_norm::FORWARD,
     &layer_norm::BACKWARD,
+    &recurrent::FORWARD,
     &rms_norm::FORWARD,
     &rms_norm::BACKWARD,
 ];

@@ -5,7 +5,7 @@ use crate::backend::Storage;
 use crate::device::Device;
 use quill_core::shape::checked_numel;
 use quill_core::{DType, Element, Error, Layout, Result, Scalar};
-use quill_cpu::{dispatch_dtype, CpuElement, CpuStorage};
+use quill_cpu::{dispatch_dtype, CpuStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -26,7 +26,7 @@ pub(super) fn checked_len(op: &'static str, shape: &[usize], dtype: DType) -> Re
 
 impl NDArray {
     /// An array of `shape` over `data` in C order.
-    pub fn from_vec<T: CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<NDArray> {
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<NDArray> {
         let n = checked_len("from_vec", shape, T::DTYPE)?;
         if n != data.len() {
             return Err(Error::DataLength {
@@ -37,15 +37,15 @@ impl NDArray {
             });
         }
         Ok(NDArray::from_storage(
-            Storage::Cpu(CpuStorage::from_vec(data)),
+            Storage::Cpu(CpuStorage::from_elements(data)),
             Layout::contiguous(shape)?,
         ))
     }
 
     /// A rank-0 array holding `value`.
-    pub fn scalar<T: CpuElement>(value: T) -> NDArray {
+    pub fn scalar<T: Element>(value: T) -> NDArray {
         NDArray::from_storage(
-            Storage::Cpu(CpuStorage::from_vec(vec![value])),
+            Storage::Cpu(CpuStorage::from_elements(vec![value])),
             Layout::contiguous(&[]).expect("rank 0"),
         )
     }

@@ -30,8 +30,8 @@ pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
 
 use crate::backend::Storage;
 use crate::device::Device;
+use quill_core::Element;
 use quill_core::{DType, Error, Layout, Result};
-use quill_cpu::CpuElement;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -176,14 +176,14 @@ impl NDArray {
     }
 
     /// The elements in C order, as `T`, which must be the array's dtype.
-    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.with_host_slice(|s: &[T]| s.to_vec())
     }
 
     /// Runs `f` on the elements in C order as one host slice of `T` (the array's dtype),
     /// under a read lock: no copy when the array is contiguous in CPU memory, a compact host
     /// copy otherwise. How the layers above read data without touching buffers.
-    pub fn with_host_slice<T: CpuElement, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+    pub fn with_host_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         if T::DTYPE != self.dtype {
             return Err(Error::DTypeMismatch {
                 op: "to_vec",
@@ -201,13 +201,21 @@ impl NDArray {
             self.compact()?
         };
         let guard = c.read();
-        let s = T::slice(guard.cpu()).expect("dtype checked above");
-        let off = c.layout.offset();
-        Ok(f(&s[off..off + c.numel()]))
+        let (off, n) = (c.layout.offset(), c.numel());
+        match guard.cpu().elements::<T>() {
+            Some(s) => Ok(f(&s[off..off + n])),
+            // An `Element` defined outside quill, of this dtype: its values converted.
+            None => {
+                let v: Vec<T> = quill_cpu::with_storage!(guard.cpu(), b => {
+                    b[off..off + n].iter().map(|x| T::from_scalar(x.to_scalar())).collect()
+                });
+                Ok(f(&v))
+            }
+        }
     }
 
     /// The one element of a size-1 array, cast to `T` with NumPy's rules.
-    pub fn item<T: CpuElement>(&self) -> Result<T> {
+    pub fn item<T: Element>(&self) -> Result<T> {
         if self.numel() != 1 {
             return Err(Error::invalid(
                 "item",

@@ -3,6 +3,7 @@
 //! host slices; the op's definition hands them the slices and wraps the results.
 
 pub mod layer_norm;
+pub mod recurrent;
 pub mod rms_norm;
 
 use std::ops::{Add, Div, Mul, Sub};

@@ -17,7 +17,6 @@ mod module;
 mod norm;
 mod pool;
 mod recurrent;
-mod recurrent_kernels;
 mod recurrent_op;
 mod rnn;
 mod transformer;

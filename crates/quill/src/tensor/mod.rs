@@ -270,7 +270,7 @@ impl Tensor {
     pub fn item(&self) -> Result<f64> {
         self.array().item::<f64>()
     }
-    pub fn to_vec<T: quill_cpu::CpuElement>(&self) -> Result<Vec<T>> {
+    pub fn to_vec<T: quill_core::Element>(&self) -> Result<Vec<T>> {
         self.array().to_vec::<T>()
     }
 
@@ -307,10 +307,10 @@ impl Tensor {
     pub fn randn(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
         NDArray::randn(shape, seed, dtype).map(Tensor::new)
     }
-    pub fn from_vec<T: quill_cpu::CpuElement>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+    pub fn from_vec<T: quill_core::Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         NDArray::from_vec(data, shape).map(Tensor::new)
     }
-    pub fn scalar<T: quill_cpu::CpuElement>(value: T) -> Tensor {
+    pub fn scalar<T: quill_core::Element>(value: T) -> Tensor {
         Tensor::new(NDArray::scalar(value))
     }
     /// Zeros of this tensor's shape and dtype on its device (a constant).

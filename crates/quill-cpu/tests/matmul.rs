@@ -3,7 +3,8 @@
 //! tiles of every micro-kernel, deep and wide products (several cache blocks), 1-D operands,
 //! batch broadcasting, operands of any strides, empty dims, every dtype, and the errors.
 
-use quill::{s, DType, Element, NDArray};
+use quill_array::NDArray;
+use quill_core::{s, DType, Element};
 use quill_cpu::matmul::{with_kernel, Kernel};
 use quill_test_support::Prng;
 
@@ -108,7 +109,7 @@ fn check(a: &NDArray, b: &NDArray, ctx: &str) {
         };
         assert_eq!(got.shape(), &shape[..], "{ctx}");
         // The i64 sum wrapped to the width (and read back as i64, as `i64s` reads `got`).
-        let wrap = |v: i64| quill_test_support::with_dtype!(dt, T => T::from_scalar(quill::Scalar::I(v as i128)).cast::<i64>());
+        let wrap = |v: i64| quill_test_support::with_dtype!(dt, T => T::from_scalar(quill_core::Scalar::I(v as i128)).cast::<i64>());
         let want: Vec<i64> = want.into_iter().map(wrap).collect();
         assert_eq!(i64s(&got), want, "{ctx}");
     }

@@ -4,19 +4,13 @@
 //! the f32 sigmoid / tanh polynomials' `mul_add` compiled to libm calls and the LSTM forward
 //! spent 0.9 ms per step of 32 x 128 units.
 
-use super::recurrent::{CellKind, Nonlinearity};
-use quill_cpu::simd::with_best_simd;
+use crate::simd::with_best_simd;
 use std::ops::{Add, Mul, Sub};
 
 /// The float arithmetic of the gate math: f32 uses quill-cpu's vectorisable sigmoid and tanh.
 /// (Method names differ from the inherent `f32::tanh`, which would win the lookup.)
-pub(crate) trait Real:
-    quill_cpu::CpuElement
-    + Copy
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
+pub trait Real:
+    crate::CpuElement + Copy + PartialOrd + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self>
 {
     const ZERO: Self;
     const ONE: Self;
@@ -29,11 +23,11 @@ impl Real for f32 {
     const ONE: f32 = 1.0;
     #[inline(always)]
     fn sigm(self) -> f32 {
-        quill_cpu::elementwise::math::sigmoid(self)
+        crate::elementwise::math::sigmoid(self)
     }
     #[inline(always)]
     fn th(self) -> f32 {
-        quill_cpu::elementwise::math::tanh(self)
+        crate::elementwise::math::tanh(self)
     }
 }
 
@@ -50,21 +44,50 @@ impl Real for f64 {
     }
 }
 
-impl CellKind {
+/// The activation of a plain RNN layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `tanh` (PyTorch's default).
+    Tanh,
+    /// `max(0, x)`.
+    Relu,
+}
+
+/// The recurrence a layer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// `h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)`.
+    Rnn(Activation),
+    /// PyTorch's LSTM, gates in the order i, f, g, o.
+    Lstm,
+    /// PyTorch's GRU, gates in the order r, z, n.
+    Gru,
+}
+
+impl Cell {
+    /// Rows of `weight_ih` per hidden unit: PyTorch's gate count.
+    pub fn gates(self) -> usize {
+        match self {
+            Cell::Rnn(_) => 1,
+            Cell::Lstm => 4,
+            Cell::Gru => 3,
+        }
+    }
+
     /// Values the forward saves per row, in blocks of H: LSTM i, f, g, o, tanh(c'); GRU r,
     /// z, n, (W_hn h + b_hn); RNN none (its output is enough).
-    pub(crate) fn saved_width(self) -> usize {
+    pub fn saved_width(self) -> usize {
         match self {
-            CellKind::Rnn(_) => 0,
-            CellKind::Lstm => 5,
-            CellKind::Gru => 4,
+            Cell::Rnn(_) => 0,
+            Cell::Lstm => 5,
+            Cell::Gru => 4,
         }
     }
 }
 
 /// One step's inputs: the input projection `x` and `g = h W_hh^T` (B, G*H each), `bias`
 /// (b_hh, G*H), the previous state `hp`, `cp` (B, H; `cp` empty unless LSTM).
-pub(crate) struct StepIn<'a, R> {
+pub struct StepIn<'a, R> {
     pub x: &'a [R],
     pub g: &'a [R],
     pub bias: &'a [R],
@@ -73,14 +96,14 @@ pub(crate) struct StepIn<'a, R> {
 }
 
 /// One step's outputs: the new state and the saved values (B, saved_width * H).
-pub(crate) struct StepOut<'a, R> {
+pub struct StepOut<'a, R> {
     pub h: &'a mut [R],
     pub c: &'a mut [R],
     pub saved: &'a mut [R],
 }
 
 /// The forward of one step for `batch` rows of `hidden` units.
-pub(crate) fn forward_step<R: Real>(kind: CellKind, hidden: usize, i: StepIn<R>, o: StepOut<R>) {
+pub fn forward_step<R: Real>(kind: Cell, hidden: usize, i: StepIn<R>, o: StepOut<R>) {
     with_best_simd(
         #[inline(always)]
         || forward_rows(kind, hidden, i, o),
@@ -88,7 +111,7 @@ pub(crate) fn forward_step<R: Real>(kind: CellKind, hidden: usize, i: StepIn<R>,
 }
 
 #[inline(always)]
-fn forward_rows<R: Real>(kind: CellKind, h: usize, i: StepIn<R>, o: StepOut<R>) {
+fn forward_rows<R: Real>(kind: Cell, h: usize, i: StepIn<R>, o: StepOut<R>) {
     let gh = kind.gates() * h;
     let sw = kind.saved_width() * h;
     let rows = i.hp.len() / h;
@@ -97,17 +120,17 @@ fn forward_rows<R: Real>(kind: CellKind, h: usize, i: StepIn<R>, o: StepOut<R>) 
         let g = &i.g[r * gh..(r + 1) * gh];
         let hn = &mut o.h[r * h..(r + 1) * h];
         match kind {
-            CellKind::Rnn(act) => {
+            Cell::Rnn(act) => {
                 for j in 0..h {
                     let a = x[j] + g[j] + i.bias[j];
                     hn[j] = match act {
-                        Nonlinearity::Tanh => a.th(),
-                        Nonlinearity::Relu if a > R::ZERO => a,
-                        Nonlinearity::Relu => R::ZERO,
+                        Activation::Tanh => a.th(),
+                        Activation::Relu if a > R::ZERO => a,
+                        Activation::Relu => R::ZERO,
                     };
                 }
             }
-            CellKind::Lstm => {
+            Cell::Lstm => {
                 let (xi, xf, xg, xo) = quarters(x, h);
                 let (gi, gf, gg, go) = quarters(g, h);
                 let (bi, bf, bg, bo) = quarters(i.bias, h);
@@ -134,7 +157,7 @@ fn forward_rows<R: Real>(kind: CellKind, h: usize, i: StepIn<R>, o: StepOut<R>) 
                     stc[j] = tc;
                 }
             }
-            CellKind::Gru => {
+            Cell::Gru => {
                 let (xr, xz, xn) = thirds(x, h);
                 let (gr, gz, gn) = thirds(g, h);
                 let (br, bz, bn) = thirds(i.bias, h);
@@ -161,7 +184,7 @@ fn forward_rows<R: Real>(kind: CellKind, h: usize, i: StepIn<R>, o: StepOut<R>) 
 
 /// One step's backward inputs: the gradient reaching h_t (from the output and from step
 /// t + 1), for LSTM the gradient reaching c_t, and the forward's values.
-pub(crate) struct GradIn<'a, R> {
+pub struct GradIn<'a, R> {
     /// dL/dh_t, total (B, H).
     pub dh: &'a [R],
     /// LSTM: dL/dc_t from the output (B, H); empty otherwise.
@@ -174,7 +197,7 @@ pub(crate) struct GradIn<'a, R> {
 }
 
 /// One step's backward outputs.
-pub(crate) struct GradOut<'a, R> {
+pub struct GradOut<'a, R> {
     /// d(pre-activation) on the input side (B, G*H).
     pub gx: &'a mut [R],
     /// GRU: d(pre-activation) on the hidden side (B, 3H); empty otherwise (it equals `gx`).
@@ -185,7 +208,7 @@ pub(crate) struct GradOut<'a, R> {
 }
 
 /// The backward of one step for every row.
-pub(crate) fn backward_step<R: Real>(kind: CellKind, hidden: usize, i: GradIn<R>, o: GradOut<R>) {
+pub fn backward_step<R: Real>(kind: Cell, hidden: usize, i: GradIn<R>, o: GradOut<R>) {
     with_best_simd(
         #[inline(always)]
         || backward_rows(kind, hidden, i, o),
@@ -193,7 +216,7 @@ pub(crate) fn backward_step<R: Real>(kind: CellKind, hidden: usize, i: GradIn<R>
 }
 
 #[inline(always)]
-fn backward_rows<R: Real>(kind: CellKind, h: usize, i: GradIn<R>, o: GradOut<R>) {
+fn backward_rows<R: Real>(kind: Cell, h: usize, i: GradIn<R>, o: GradOut<R>) {
     let gh = kind.gates() * h;
     let sw = kind.saved_width() * h;
     let rows = i.dh.len() / h;
@@ -202,17 +225,17 @@ fn backward_rows<R: Real>(kind: CellKind, h: usize, i: GradIn<R>, o: GradOut<R>)
         let dh = &i.dh[r * h..(r + 1) * h];
         let gx = &mut o.gx[r * gh..(r + 1) * gh];
         match kind {
-            CellKind::Rnn(act) => {
+            Cell::Rnn(act) => {
                 let y = &i.h[r * h..(r + 1) * h];
                 for j in 0..h {
                     gx[j] = match act {
-                        Nonlinearity::Tanh => dh[j] * (one - y[j] * y[j]),
-                        Nonlinearity::Relu if y[j] > R::ZERO => dh[j],
-                        Nonlinearity::Relu => R::ZERO,
+                        Activation::Tanh => dh[j] * (one - y[j] * y[j]),
+                        Activation::Relu if y[j] > R::ZERO => dh[j],
+                        Activation::Relu => R::ZERO,
                     };
                 }
             }
-            CellKind::Lstm => {
+            Cell::Lstm => {
                 let sv = &i.saved[r * sw..(r + 1) * sw];
                 let (si, rest) = sv.split_at(h);
                 let (sf, rest) = rest.split_at(h);
@@ -234,7 +257,7 @@ fn backward_rows<R: Real>(kind: CellKind, h: usize, i: GradIn<R>, o: GradOut<R>)
                     go[j] = dh[j] * tc * og * (one - og);
                 }
             }
-            CellKind::Gru => {
+            Cell::Gru => {
                 let sv = &i.saved[r * sw..(r + 1) * sw];
                 let (sr, rest) = sv.split_at(h);
                 let (sz, rest) = rest.split_at(h);

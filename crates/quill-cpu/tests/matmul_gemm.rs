@@ -3,7 +3,8 @@
 //! count, non-contiguous operands on those paths, and the bf16 path (`vdpbf16ps` where the CPU
 //! has AVX512_BF16, widened to f32 elsewhere) against a naive f64 product of the bf16 inputs.
 
-use quill::{s, DType, NDArray};
+use quill_array::NDArray;
+use quill_core::{s, DType};
 use quill_cpu::matmul::{with_kernel, CacheSizes, Kernel};
 use quill_test_support::Prng;
 
