@@ -15,8 +15,8 @@
 use crate::device::Device;
 use crate::NDArray;
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, NormDims, PoolDims,
-    ReduceOp, Result, Scalar, Stat, UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result,
+    Scalar, Stat, UnaryOp, Update,
 };
 use quill_cpu::CpuStorage;
 #[cfg(feature = "cuda")]
@@ -50,32 +50,6 @@ macro_rules! dispatch {
                 }
             }
             // Unreachable for one operand; the mixed cases for two or more.
-            #[cfg(feature = "cuda")]
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch($op, &[$($s.device()),+])),
-        }
-    };
-}
-
-/// `dispatch` for a kernel that returns three buffers.
-macro_rules! dispatch3 {
-    ($op:expr; $($s:ident),+ => $call:expr) => {
-        match ($($s,)+) {
-            ($(Storage::Cpu($s),)+) => $call
-                .map(|(a, b, c)| (Storage::Cpu(a), Storage::Cpu(b), Storage::Cpu(c))),
-            #[cfg(feature = "cuda")]
-            ($(Storage::Cuda($s),)+) => {
-                let ordinal = [$($s.ordinal()),+][0];
-                match $call {
-                    Err(e @ Error::Unsupported { .. }) => {
-                        crate::fallback::note($op, &e);
-                        $(let $s = to_host($s)?; let $s = &$s;)+
-                        let (a, b, c) = $call?;
-                        Ok((upload(a, ordinal)?, upload(b, ordinal)?, upload(c, ordinal)?))
-                    }
-                    r => r.map(|(a, b, c)| (Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c))),
-                }
-            }
             #[cfg(feature = "cuda")]
             #[allow(unreachable_patterns)]
             _ => Err(mismatch($op, &[$($s.device()),+])),
@@ -166,6 +140,20 @@ impl Storage {
 
     /// The CPU buffer, for host-side reads (`to_vec`, checkpoints, the data loader). Callers
     /// move GPU arrays to the host first; a GPU storage here is a quill bug.
+    /// The host buffer, or an error naming `op` for a GPU one (for code that reaches a CPU
+    /// kernel by a policy that already chose the CPU).
+    pub(crate) fn try_cpu(&self, op: &'static str) -> Result<&CpuStorage> {
+        let _ = op;
+        match self {
+            Storage::Cpu(s) => Ok(s),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => Err(Error::invalid(
+                op,
+                "internal: the CPU kernel was handed a GPU buffer",
+            )),
+        }
+    }
+
     pub(crate) fn cpu(&self) -> &CpuStorage {
         match self {
             Storage::Cpu(s) => s,
@@ -303,24 +291,6 @@ impl Storage {
     ) -> Result<Storage> {
         dispatch!("conv2d_backward_weight"; x, gy =>
             Backend::conv2d_backward_weight((x, xo), (gy, go), dims))
-    }
-    /// Batch normalisation with batch statistics (see `Backend::batch_norm`):
-    /// `(y, mean, var)`.
-    pub(crate) fn batch_norm(
-        (x, xo): (&Storage, usize),
-        (w, wo): (&Storage, usize),
-        (b, bo): (&Storage, usize),
-        dims: &NormDims,
-    ) -> Result<(Storage, Storage, Storage)> {
-        dispatch3!("batch_norm"; x, w, b => Backend::batch_norm((x, xo), (w, wo), (b, bo), dims))
-    }
-    /// The gradients of `batch_norm` (see `Backend::batch_norm_backward`).
-    pub(crate) fn batch_norm_backward(
-        [(x, xo), (g, go), (w, wo), (v, vo), (y, yo)]: [(&Storage, usize); 5],
-        dims: &NormDims,
-    ) -> Result<(Storage, Storage, Storage)> {
-        dispatch3!("batch_norm_backward"; x, g, w, v, y =>
-            Backend::batch_norm_backward((x, xo), (g, go), (w, wo), (v, vo), (y, yo), dims))
     }
     /// 2-D max pooling (see `Backend::max_pool2d`).
     pub(crate) fn max_pool2d((x, xo): (&Storage, usize), dims: &PoolDims) -> Result<Storage> {

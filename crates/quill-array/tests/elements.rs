@@ -33,12 +33,12 @@ fn an_outside_element_converts_both_ways() {
     assert_eq!(a.to_vec::<f32>().unwrap(), vec![-3.5, 0.0, 21.25, 100.0]);
     // Read back through a transposed view: the values in C order of the view.
     let t = a.permute(&[1, 0]).unwrap();
-    assert_eq!(
-        t.to_vec::<Celsius>().unwrap(),
-        vec![v[0], v[2], v[1], v[3]]
-    );
+    assert_eq!(t.to_vec::<Celsius>().unwrap(), vec![v[0], v[2], v[1], v[3]]);
     assert_eq!(t.with_host_slice(|s: &[Celsius]| s.len()).unwrap(), 4);
-    assert_eq!(NDArray::scalar(Celsius(7.0)).item::<Celsius>().unwrap(), Celsius(7.0));
+    assert_eq!(
+        NDArray::scalar(Celsius(7.0)).item::<Celsius>().unwrap(),
+        Celsius(7.0)
+    );
     let e = a.to_vec::<f64>().unwrap_err().to_string();
     assert!(e.contains("f32") && e.contains("f64"), "{e}");
 }

@@ -315,35 +315,6 @@ pub trait Backend: Sized {
         Err(unsupported("attention_backward", Self::NAME, q.0.dtype()))
     }
 
-    // Normalisation.
-    /// Batch normalisation with the batch's statistics of the contiguous `x` (n, c, inner)
-    /// and the contiguous per-channel `weight` and `bias` (c), all of one float dtype:
-    /// `(y, mean, var)` with `y = (x - mean) / sqrt(var + eps) * weight + bias`, the variance
-    /// biased.
-    fn batch_norm(
-        x: (&Self, usize),
-        weight: (&Self, usize),
-        bias: (&Self, usize),
-        dims: &NormDims,
-    ) -> Result<(Self, Self, Self)> {
-        let _ = (weight, bias, dims);
-        Err(unsupported("batch_norm", Self::NAME, x.0.dtype()))
-    }
-    /// The gradients `(dx, dweight, dbias)` of `batch_norm` from its input, weight, the
-    /// batch `var` it returned and the output's gradient `gy` (the mean is recomputed from
-    /// `x`). `y` is the forward's output, read only when `dims.relu` (it gates `gy`).
-    fn batch_norm_backward(
-        x: (&Self, usize),
-        gy: (&Self, usize),
-        weight: (&Self, usize),
-        var: (&Self, usize),
-        y: (&Self, usize),
-        dims: &NormDims,
-    ) -> Result<(Self, Self, Self)> {
-        let _ = (gy, weight, var, y, dims);
-        Err(unsupported("batch_norm_backward", Self::NAME, x.0.dtype()))
-    }
-
     // Convolution.
     /// 2-D convolution (cross-correlation) of the contiguous NCHW input `x` with the
     /// contiguous weight `w` (o, c / groups, kh, kw), both read from the given offsets and of

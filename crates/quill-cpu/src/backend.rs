@@ -3,12 +3,11 @@
 //! ends here.
 
 use crate::{
-    attention, batchnorm, conv, elementwise, index, matmul, maxpool, optim, order, reduce,
-    CpuStorage,
+    attention, conv, elementwise, index, matmul, maxpool, optim, order, reduce, CpuStorage,
 };
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, NormDims, PoolDims, ReduceOp,
-    Result, Scalar, Stat, UnaryOp, Update,
+    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, PoolDims, ReduceOp, Result,
+    Scalar, Stat, UnaryOp, Update,
 };
 
 impl Backend for CpuStorage {
@@ -132,25 +131,6 @@ impl Backend for CpuStorage {
         dims: &ConvDims,
     ) -> Result<Self> {
         conv::backward_weight(x, gy, dims)
-    }
-
-    fn batch_norm(
-        x: (&Self, usize),
-        weight: (&Self, usize),
-        bias: (&Self, usize),
-        dims: &NormDims,
-    ) -> Result<(Self, Self, Self)> {
-        batchnorm::forward(x, weight, bias, dims)
-    }
-    fn batch_norm_backward(
-        x: (&Self, usize),
-        gy: (&Self, usize),
-        weight: (&Self, usize),
-        var: (&Self, usize),
-        y: (&Self, usize),
-        dims: &NormDims,
-    ) -> Result<(Self, Self, Self)> {
-        batchnorm::backward(x, gy, weight, var, y, dims)
     }
 
     fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {

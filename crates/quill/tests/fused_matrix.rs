@@ -70,6 +70,108 @@ const CASES: [Case; 2] = [
     },
 ];
 
+/// Batch norm with batch statistics per channel (dim 1) over the C-order values, optionally
+/// ReLU'd: the per-channel f64 reference.
+fn batch_norm_reference(x: &[f64], shape: &[usize], w: &[f64], b: &[f64], relu: bool) -> Vec<f64> {
+    let (n, c) = (shape[0], shape[1]);
+    let inner: usize = shape[2..].iter().product();
+    let at = |i: usize, ch: usize, k: usize| (i * c + ch) * inner + k;
+    let mut out = vec![0.0; x.len()];
+    for ch in 0..c {
+        let vals: Vec<f64> = (0..n)
+            .flat_map(|i| (0..inner).map(move |k| (i, k)))
+            .map(|(i, k)| x[at(i, ch, k)])
+            .collect();
+        let m = vals.iter().sum::<f64>() / vals.len() as f64;
+        let var = vals.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / vals.len() as f64;
+        for i in 0..n {
+            for k in 0..inner {
+                let y = (x[at(i, ch, k)] - m) / (var + EPS).sqrt() * w[ch] + b[ch];
+                out[at(i, ch, k)] = if relu { y.max(0.0) } else { y };
+            }
+        }
+    }
+    out
+}
+
+const BN_SHAPES: [&[usize]; 5] = [
+    &[4, 3],
+    &[2, 3, 5],
+    &[3, 2, 4, 5],
+    &[1, 2, 7],
+    &[2, 1, 2, 1, 2, 1, 2, 3],
+];
+
+device_test!(batch_norm_matches_the_channel_reference_and_its_gradients -> Result<()>);
+fn batch_norm_matches_the_channel_reference_and_its_gradients(dev: Device) -> Result<()> {
+    let mut rng = Prng::new(54);
+    for relu in [false, true] {
+        let run = |x: &Tensor, w: &Tensor, b: &Tensor| -> Result<Tensor> {
+            Ok(if relu {
+                x.batch_norm_relu_train(w, b, EPS)?.0
+            } else {
+                x.batch_norm_train(w, b, EPS)?.0
+            })
+        };
+        for (xt, pt, tol) in [
+            (DType::F64, DType::F64, 1e-10),
+            (DType::F32, DType::F32, 2e-5),
+            (DType::F16, DType::F16, 3e-2),
+            (DType::F32, DType::F64, 2e-5),
+        ] {
+            for shape in BN_SHAPES {
+                let c = shape[1];
+                for (layout, x) in layouts(&mut rng, dev, shape, xt) {
+                    if layout == "broadcast" && shape.len() == 2 {
+                        continue; // every value of a channel equal: zero variance
+                    }
+                    let ctx =
+                        format!("batch_norm relu={relu} {xt}/{pt} {shape:?} {layout} on {dev}");
+                    let w = on(dev, uniform(&mut rng, c, 0.5, 1.5), &[c], pt);
+                    let b = on(dev, uniform(&mut rng, c, -0.5, 0.5), &[c], pt);
+                    let want = batch_norm_reference(&vals(&x), shape, &vals(&w), &vals(&b), relu);
+                    let (xl, wl, bl) = (
+                        Tensor::from_array(x, true)?,
+                        Tensor::from_array(w, true)?,
+                        Tensor::from_array(b, true)?,
+                    );
+                    let y = run(&xl, &wl, &bl)?;
+                    assert_eq!((y.shape(), y.device()), (shape, dev), "{ctx}");
+                    assert_close(&vals(y.array()), &want, tol, &ctx);
+                    if xt == DType::F16 {
+                        continue;
+                    }
+                    // Gradients: the fused backward against the recorded (Tensor-op) one.
+                    let ins = [xl.clone(), wl.clone(), bl.clone()];
+                    let n = y.numel();
+                    let seed =
+                        Tensor::new(on(dev, uniform(&mut rng, n, -1.0, 1.0), shape, y.dtype()));
+                    let plain = BackwardOptions::default();
+                    let fused = grad(&y, &ins, Some(&seed), plain)?;
+                    let y2 = run(&xl, &wl, &bl)?;
+                    let recorded = BackwardOptions {
+                        create_graph: true,
+                        ..plain
+                    };
+                    let taped = grad(&y2, &ins, Some(&seed), recorded)?;
+                    let gtol = if xt == DType::F64 { 1e-9 } else { 1e-3 };
+                    for k in 0..3 {
+                        assert_eq!(fused[k].dtype(), ins[k].dtype(), "{ctx} grad {k}");
+                        assert_eq!(fused[k].device(), dev, "{ctx} grad {k}");
+                        assert_close(
+                            &vals(fused[k].array()),
+                            &vals(taped[k].array()),
+                            gtol,
+                            &format!("{ctx} grad {k}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Fused ops whose values and gradients are checked in a file of their own (against an
 /// independent reference there), and the tests that do it; this file checks their policy.
 const ELSEWHERE: [(&str, &str); 1] = [(
@@ -83,6 +185,7 @@ fn every_registered_fused_op_has_a_case() {
     for op in fused_ops() {
         assert!(
             CASES.iter().any(|c| c.name == op || c.backward == op)
+                || op.starts_with("batch_norm")
                 || ELSEWHERE.iter().any(|(name, _)| *name == op),
             "fused op {op} has no case in tests/fused_matrix.rs"
         );

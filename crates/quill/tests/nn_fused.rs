@@ -271,11 +271,13 @@ fn batch_norm_array_errors() -> Result<()> {
     let (_, _, v) = x.batch_norm_train(&w, &w, 1e-5)?;
     let e = x.batch_norm_train(&w, &w, -1.0).unwrap_err().to_string();
     assert!(e.contains("eps"), "{e}");
-    let e = x
-        .batch_norm_train(&w.astype(DType::F64).unwrap(), &w, 1e-5)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("batch_norm"), "{e}");
+    // Mixed float dtypes run the composite (promoting as the elementwise ops do), as the
+    // Tensor op does, and agree with the kernel.
+    let xr = NDArray::randn(&[4, 3, 5], 9, DType::F32)?;
+    let (mixed, _, _) = xr.batch_norm_train(&w.astype(DType::F64)?, &w, 1e-5)?;
+    let (kernel, _, _) = xr.batch_norm_train(&w, &w, 1e-5)?;
+    assert_eq!(mixed.dtype(), DType::F64);
+    assert_close(&vals(&mixed), &vals(&kernel), 1e-5, "mixed dtypes");
     let e = x
         .batch_norm_train(&NDArray::ones(&[3], DType::I64)?, &w, 1e-5)
         .unwrap_err()

@@ -216,11 +216,37 @@ fn fused_relu_array_errors() -> Result<()> {
         e.contains("batch_norm_backward") && e.contains("y") && e.contains("[4, 3, 4]"),
         "{e}"
     );
+    // A y of another float dtype runs the composite, with the kernel's results.
+    let xr = NDArray::randn(&[4, 3, 5], 11, DType::F32)?;
+    let g = NDArray::randn(&[4, 3, 5], 12, DType::F32)?;
+    let (yr, _, vr) = xr.batch_norm_relu_train(&w, &w, 1e-5)?;
+    let kernel = xr.batch_norm_relu_backward(&yr, &g, &w, &vr, 1e-5)?;
+    let mixed = xr.batch_norm_relu_backward(&yr.astype(DType::F64)?, &g, &w, &vr, 1e-5)?;
+    for (k, (a, b)) in [
+        (kernel.0, mixed.0),
+        (kernel.1, mixed.1),
+        (kernel.2, mixed.2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (a, b) = (a.astype(DType::F64)?, b.astype(DType::F64)?);
+        let (a, b) = (a.to_vec::<f64>()?, b.to_vec::<f64>()?);
+        for (p, q) in a.iter().zip(&b) {
+            assert!(
+                (p - q).abs() <= 1e-4 * (1.0 + q.abs()),
+                "grad {k}: {p} vs {q}"
+            );
+        }
+    }
     let e = x
-        .batch_norm_relu_backward(&y.astype(DType::F64).unwrap(), &y, &w, &v, 1e-5)
+        .batch_norm_relu_backward(&y.astype(DType::I32).unwrap(), &y, &w, &v, 1e-5)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("batch_norm_backward"), "{e}");
+    assert!(
+        e.contains("batch_norm_backward") && e.contains("floating-point"),
+        "{e}"
+    );
     assert!(x.batch_norm_relu_train(&w, &w, f64::NAN).is_err());
     Ok(())
 }

@@ -15,6 +15,7 @@
 //! `NDArray` methods that run it), one line in `FUSED`, the kernel per backend, and the Tensor
 //! wrapper with its backward in the `quill` crate.
 
+mod batch_norm;
 mod layer_norm;
 mod recurrent;
 mod rms_norm;
@@ -49,7 +50,9 @@ pub(crate) fn f32_f64(d: DType) -> bool {
 }
 
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
-pub(crate) const FUSED: [&FusedKind; 5] = [
+pub(crate) const FUSED: [&FusedKind; 7] = [
+    &batch_norm::FORWARD,
+    &batch_norm::BACKWARD,
     &layer_norm::FORWARD,
     &layer_norm::BACKWARD,
     &recurrent::FORWARD,

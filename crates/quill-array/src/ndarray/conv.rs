@@ -8,7 +8,7 @@ use crate::backend::{colocate, Storage};
 use quill_core::{Conv2dSpec, ConvDims, DType, Error, PoolDims, Result};
 
 /// The dtype the kernels compute in for operands of `a`'s and `b`'s dtypes.
-pub(super) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
+pub(crate) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Result<DType> {
     if a.dtype() != b.dtype() {
         return Err(Error::DTypeMismatch {
             op,
@@ -27,7 +27,7 @@ pub(super) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Resul
 }
 
 /// `x` contiguous in `dtype`.
-pub(super) fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
+pub(crate) fn prepared(x: &NDArray, dtype: DType) -> Result<NDArray> {
     if x.dtype() == dtype {
         x.compact()
     } else {

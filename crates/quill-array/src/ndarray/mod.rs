@@ -17,7 +17,6 @@ mod join;
 mod mask;
 mod matmul;
 mod methods;
-mod norm;
 mod operators;
 mod pad;
 mod reduce;
@@ -27,6 +26,7 @@ mod update;
 mod views;
 
 pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
+pub(crate) use conv::{compute_dtype, prepared};
 
 use crate::backend::Storage;
 use crate::device::Device;

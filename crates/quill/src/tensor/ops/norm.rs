@@ -1,18 +1,16 @@
-//! Batch normalisation with batch statistics as one op. On the CPU (x, weight and bias of one
-//! dtype) it is the backend's fused kernel, two passes each way (`NDArray::batch_norm_train`);
-//! elsewhere the forward takes six array passes and the backward is the closed form
-//! `gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))` in Tensor ops, where the composite
-//! of primitives (mean, sub, square, mean, div, mul, add and their backwards) took about three
-//! times the passes. Only the per-channel mean and variance are kept for the backward. When the
-//! backward is itself recorded (`create_graph`) it is the Tensor-op form, with the centred
-//! input and `invstd` recomputed from `x`, so that gradients of gradients see their
+//! Batch normalisation with batch statistics as one op over quill-array's fused op
+//! (`NDArray::batch_norm_train` and its backward: the device's kernel, on the CPU two passes
+//! each way, or the composite in array ops). Only the per-channel mean and variance are kept
+//! for the backward. When the backward is itself recorded (`create_graph`) it is the closed
+//! form `gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))` in Tensor ops, with the
+//! centred input and `invstd` recomputed from `x`, so that gradients of gradients see their
 //! dependence on `x`. `batch_norm_relu_train` is the same op with a ReLU on its output: the
-//! fused kernels clamp and gate inside their passes; elsewhere the gradient is masked by
+//! kernels clamp and gate inside their passes; the Tensor-op form masks the gradient by
 //! `output > 0` first.
 
 use super::{mul_mask, to_isize};
 use crate::tensor::{is_grad_enabled, Backward, Tensor};
-use crate::{Device, NDArray};
+use crate::NDArray;
 use quill_core::{Error, Result};
 
 struct BatchNormTrain {
@@ -26,25 +24,9 @@ struct BatchNormTrain {
     relu_out: Option<NDArray>,
 }
 
-/// Whether the fused kernels take this problem: CPU operands of one dtype.
-fn fused(x: &NDArray, w: &NDArray, b: &NDArray) -> bool {
-    x.device() == Device::Cpu
-        && w.device() == Device::Cpu
-        && b.device() == Device::Cpu
-        && x.dtype() == w.dtype()
-        && x.dtype() == b.dtype()
-}
-
 impl BatchNormTrain {
-    /// `(x - mean, invstd)`: from the saved statistics, or recomputed in Tensor ops when the
-    /// backward is being recorded.
+    /// `(x - mean, invstd)` recomputed in Tensor ops, for the recorded backward.
     fn stats(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
-        if !is_grad_enabled() {
-            return Ok((
-                Tensor::new(x.array().sub(&self.mean)?),
-                Tensor::new(self.var.add_scalar(self.eps)?.rsqrt()?),
-            ));
-        }
         let xc = x.sub(&x.mean(Some(&self.axes), true)?)?;
         let var = xc.square()?.mean(Some(&self.axes), true)?;
         let invstd = var.add_scalar(self.eps)?.rsqrt()?;
@@ -59,19 +41,26 @@ impl Backward for BatchNormTrain {
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
         let (x, w, b) = (&inputs[0], &inputs[1], &inputs[2]);
         let c = w.shape()[0] as isize;
-        if !is_grad_enabled() && fused(x.array(), w.array(), b.array()) {
+        if !is_grad_enabled() {
+            // quill-array's fused op: the device's kernel or the closed form in array ops.
             let (xa, ga, wa) = (x.array(), g.array(), w.array());
             let var = self.var.reshape(&[c])?;
             let (gx, gw, gb) = match &self.relu_out {
                 Some(y) => xa.batch_norm_relu_backward(y, ga, wa, &var, self.eps)?,
                 None => xa.batch_norm_backward(ga, wa, &var, self.eps)?,
             };
-            let keep = |t: NDArray, on: bool| on.then(|| Tensor::new(t));
-            return Ok(vec![
-                keep(gx, x.requires_grad()),
-                keep(gw, w.requires_grad()),
-                keep(gb, b.requires_grad()),
-            ]);
+            let keep = |t: NDArray, of: &Tensor| -> Result<Option<Tensor>> {
+                if !of.requires_grad() {
+                    return Ok(None);
+                }
+                let t = if t.dtype() == of.dtype() {
+                    t
+                } else {
+                    t.astype(of.dtype())?
+                };
+                Ok(Some(Tensor::new(t)))
+            };
+            return Ok(vec![keep(gx, x)?, keep(gw, w)?, keep(gb, b)?]);
         }
         let gated;
         let g = match &self.relu_out {
@@ -171,24 +160,12 @@ impl Tensor {
         let axes: Vec<isize> = (0..self.ndim() as isize).filter(|&a| a != 1).collect();
         let mut pshape = vec![1isize; self.ndim()];
         pshape[1] = c as isize;
-        let x = self.array();
-        let (out, m, v) = if fused(x, weight.array(), bias.array()) {
-            if relu {
-                x.batch_norm_relu_train(weight.array(), bias.array(), eps)?
-            } else {
-                x.batch_norm_train(weight.array(), bias.array(), eps)?
-            }
-        } else if relu {
-            let (y, m, v) = self.batch_norm_impl(weight, bias, eps, false)?;
-            return Ok((y.relu()?, m, v));
+        // quill-array's fused op: the device's kernel or the composite in array ops.
+        let (x, w, b) = (self.array(), weight.array(), bias.array());
+        let (out, m, v) = if relu {
+            x.batch_norm_relu_train(w, b, eps)?
         } else {
-            let mean = x.mean(Some(&axes), true)?;
-            let centred = x.sub(&mean)?;
-            let var = centred.square()?.mean(Some(&axes), true)?;
-            let invstd = var.add_scalar(eps)?.rsqrt()?;
-            let scale = weight.array().reshape(&pshape)?.mul(&invstd)?;
-            let out = centred.mul(&scale)?.add(&bias.array().reshape(&pshape)?)?;
-            (out, mean.reshape(&[-1])?, var.reshape(&[-1])?)
+            x.batch_norm_train(w, b, eps)?
         };
         let op = BatchNormTrain {
             axes,
