@@ -172,6 +172,36 @@ fn batch_norm_matches_the_channel_reference_and_its_gradients(dev: Device) -> Re
     Ok(())
 }
 
+device_test!(sum_squares_matches_an_f64_loop -> Result<()>);
+fn sum_squares_matches_an_f64_loop(dev: Device) -> Result<()> {
+    let mut rng = Prng::new(55);
+    for (dt, tol) in [
+        (DType::F64, 1e-12),
+        (DType::F32, 1e-12),
+        (DType::F16, 1e-12),
+        (DType::BF16, 1e-12),
+    ] {
+        for shape in SHAPES {
+            for (layout, x) in layouts(&mut rng, dev, shape, dt) {
+                // The reference reads the values as stored (already rounded to dt).
+                let want: f64 = vals(&x).iter().map(|v| v * v).sum();
+                let got = x.sum_squares()?;
+                let ctx = format!("sum_squares {dt} {shape:?} {layout} on {dev}");
+                assert!(
+                    (got - want).abs() <= tol * (1.0 + want),
+                    "{ctx}: {got} vs {want}"
+                );
+            }
+        }
+    }
+    let e = NDArray::ones(&[3], DType::I32)?
+        .to_device(dev)?
+        .sum_squares()
+        .unwrap_err();
+    assert!(e.to_string().contains("sum_squares"), "{e}");
+    Ok(())
+}
+
 /// Fused ops whose values and gradients are checked in a file of their own (against an
 /// independent reference there), and the tests that do it; this file checks their policy.
 const ELSEWHERE: [(&str, &str); 1] = [(
@@ -186,6 +216,7 @@ fn every_registered_fused_op_has_a_case() {
         assert!(
             CASES.iter().any(|c| c.name == op || c.backward == op)
                 || op.starts_with("batch_norm")
+                || op == "sum_squares"
                 || ELSEWHERE.iter().any(|(name, _)| *name == op),
             "fused op {op} has no case in tests/fused_matrix.rs"
         );

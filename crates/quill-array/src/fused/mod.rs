@@ -19,6 +19,7 @@ mod batch_norm;
 mod layer_norm;
 mod recurrent;
 mod rms_norm;
+mod sum_squares;
 
 pub use recurrent::{Activation, Cell, RecurrentTape};
 
@@ -50,7 +51,7 @@ pub(crate) fn f32_f64(d: DType) -> bool {
 }
 
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
-pub(crate) const FUSED: [&FusedKind; 7] = [
+pub(crate) const FUSED: [&FusedKind; 8] = [
     &batch_norm::FORWARD,
     &batch_norm::BACKWARD,
     &layer_norm::FORWARD,
@@ -58,6 +59,7 @@ pub(crate) const FUSED: [&FusedKind; 7] = [
     &recurrent::FORWARD,
     &rms_norm::FORWARD,
     &rms_norm::BACKWARD,
+    &sum_squares::FORWARD,
 ];
 
 /// One fused op with its parameters (eps, ...); its operands come to `run`.

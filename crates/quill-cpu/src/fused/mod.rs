@@ -5,6 +5,7 @@
 pub mod layer_norm;
 pub mod recurrent;
 pub mod rms_norm;
+pub mod sum_squares;
 
 use std::ops::{Add, Div, Mul, Sub};
 

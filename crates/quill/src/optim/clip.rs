@@ -1,7 +1,7 @@
 //! Gradient clipping by the global L2 norm (`torch.nn.utils.clip_grad_norm_`).
 
-use crate::{NDArray, Tensor};
-use quill_core::{DType, Error, Result};
+use crate::Tensor;
+use quill_core::{Error, Result};
 
 /// The L2 norm of all the gradients of `params` together, computed in f64 (parameters without
 /// a gradient count as zero). When `max_norm / (norm + 1e-6) < 1` every gradient is scaled by
@@ -26,7 +26,14 @@ pub fn clip_grad_norm(params: &[Tensor], max_norm: f64) -> Result<f64> {
         .collect();
     let mut total = 0.0;
     for (_, g) in &grads {
-        total += sum_squares(OP, g.array())?;
+        if !g.dtype().is_float() {
+            return Err(Error::invalid(
+                OP,
+                format!("gradients must be floating point, got {}", g.dtype()),
+            ));
+        }
+        // quill-array's fused op: one pass on the CPU, the composite on other devices.
+        total += g.array().sum_squares()?;
     }
     let norm = total.sqrt();
     let coef = max_norm / (norm + 1e-6);
@@ -36,45 +43,4 @@ pub fn clip_grad_norm(params: &[Tensor], max_norm: f64) -> Result<f64> {
         }
     }
     Ok(norm)
-}
-
-/// Sum of squares of the elements, in f64, with eight partial sums (so the loop vectorises
-/// and the result does not depend on anything but the data).
-fn sum_squares(op: &'static str, a: &NDArray) -> Result<f64> {
-    if !a.dtype().is_float() {
-        return Err(Error::invalid(
-            op,
-            format!("gradients must be floating point, got {}", a.dtype()),
-        ));
-    }
-    if a.is_cuda() {
-        let w = a.astype(DType::F64)?;
-        return w.mul(&w)?.sum(None, false)?.item::<f64>();
-    }
-    let a = if a.is_contiguous() && matches!(a.dtype(), DType::F32 | DType::F64) {
-        a.clone()
-    } else {
-        a.astype(DType::F64)?
-    };
-    match a.dtype() {
-        DType::F32 => a.with_host_slice(fold::<f32>),
-        _ => a.with_host_slice(fold::<f64>),
-    }
-}
-
-fn fold<T: Copy + Into<f64>>(s: &[T]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let chunks = s.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            let x: f64 = x.into();
-            *a += x * x;
-        }
-    }
-    for (a, &x) in acc.iter_mut().zip(tail) {
-        let x: f64 = x.into();
-        *a += x * x;
-    }
-    acc.iter().sum()
 }
