@@ -15,8 +15,8 @@
 use crate::device::Device;
 use crate::NDArray;
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result,
-    Scalar, Stat, UnaryOp, Update,
+    Along, Backend, BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result, Scalar,
+    Stat, UnaryOp, Update,
 };
 use quill_cpu::CpuStorage;
 #[cfg(feature = "cuda")]
@@ -337,113 +337,6 @@ impl Storage {
         let s = self;
         dispatch!("cumsum"; s => s.cumsum(l, axis, include_initial))
     }
-
-    /// Fused attention (see `Backend::attention`): `(out, lse)`. A GPU without the kernel
-    /// takes the host fallback like every other op.
-    pub(crate) fn attention(
-        (q, qo): (&Storage, usize),
-        (k, ko): (&Storage, usize),
-        (v, vo): (&Storage, usize),
-        dims: &AttnDims,
-    ) -> Result<(Storage, Storage)> {
-        match (q, k, v) {
-            (Storage::Cpu(q), Storage::Cpu(k), Storage::Cpu(v)) => {
-                let (o, l) = Backend::attention((q, qo), (k, ko), (v, vo), dims)?;
-                Ok((Storage::Cpu(o), Storage::Cpu(l)))
-            }
-            #[cfg(feature = "cuda")]
-            (Storage::Cuda(q), Storage::Cuda(k), Storage::Cuda(v)) => {
-                match Backend::attention((q, qo), (k, ko), (v, vo), dims) {
-                    Err(e @ Error::Unsupported { .. }) => {
-                        crate::fallback::note("scaled_dot_product_attention", &e);
-                        let (hq, hk, hv) = (to_host(q)?, to_host(k)?, to_host(v)?);
-                        let (o, l) = Backend::attention((&hq, qo), (&hk, ko), (&hv, vo), dims)?;
-                        Ok((upload(o, q.ordinal())?, upload(l, q.ordinal())?))
-                    }
-                    r => r.map(|(o, l)| (Storage::Cuda(o), Storage::Cuda(l))),
-                }
-            }
-            #[cfg(feature = "cuda")]
-            (q, k, v) => Err(mismatch(
-                "scaled_dot_product_attention",
-                &[q.device(), k.device(), v.device()],
-            )),
-        }
-    }
-
-    /// The gradients `(dq, dk, dv)` of `attention` (see `Backend::attention_backward`).
-    pub(crate) fn attention_backward(
-        [q, k, v, o, go, lse]: [(&Storage, usize); 6],
-        dims: &AttnDims,
-    ) -> Result<(Storage, Storage, Storage)> {
-        match (q.0, k.0, v.0, o.0, go.0, lse.0) {
-            (
-                Storage::Cpu(qs),
-                Storage::Cpu(ks),
-                Storage::Cpu(vs),
-                Storage::Cpu(os),
-                Storage::Cpu(gs),
-                Storage::Cpu(ls),
-            ) => {
-                let (a, b, c) = Backend::attention_backward(
-                    (qs, q.1),
-                    (ks, k.1),
-                    (vs, v.1),
-                    (os, o.1),
-                    (gs, go.1),
-                    (ls, lse.1),
-                    dims,
-                )?;
-                Ok((Storage::Cpu(a), Storage::Cpu(b), Storage::Cpu(c)))
-            }
-            #[cfg(feature = "cuda")]
-            (
-                Storage::Cuda(qs),
-                Storage::Cuda(ks),
-                Storage::Cuda(vs),
-                Storage::Cuda(os),
-                Storage::Cuda(gs),
-                Storage::Cuda(ls),
-            ) => {
-                let r = Backend::attention_backward(
-                    (qs, q.1),
-                    (ks, k.1),
-                    (vs, v.1),
-                    (os, o.1),
-                    (gs, go.1),
-                    (ls, lse.1),
-                    dims,
-                );
-                match r {
-                    Err(e @ Error::Unsupported { .. }) => {
-                        crate::fallback::note("scaled_dot_product_attention_backward", &e);
-                        let h = [qs, ks, vs, os, gs, ls]
-                            .map(to_host)
-                            .into_iter()
-                            .collect::<Result<Vec<_>>>()?;
-                        let (a, b, c) = Backend::attention_backward(
-                            (&h[0], q.1),
-                            (&h[1], k.1),
-                            (&h[2], v.1),
-                            (&h[3], o.1),
-                            (&h[4], go.1),
-                            (&h[5], lse.1),
-                            dims,
-                        )?;
-                        let ord = qs.ordinal();
-                        Ok((upload(a, ord)?, upload(b, ord)?, upload(c, ord)?))
-                    }
-                    r => r.map(|(a, b, c)| (Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c))),
-                }
-            }
-            #[cfg(feature = "cuda")]
-            _ => Err(mismatch(
-                "attention_backward",
-                &[q.0, k.0, v.0, o.0, go.0, lse.0].map(|s| s.device()),
-            )),
-        }
-    }
-
     /// One fused optimizer step (see `Backend::update`); every buffer on one device.
     pub(crate) fn update(
         rule: &Update,

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// The ops that are not in quill-core's unary / binary / reduce tables, by the names that
 /// `supports`, `host_round_trips` and the errors use.
-const OTHER_OPS: [&str; 23] = [
+const OTHER_OPS: [&str; 21] = [
     "compact",
     "assign",
     "astype",
@@ -33,8 +33,6 @@ const OTHER_OPS: [&str; 23] = [
     "conv2d_backward_weight",
     "max_pool2d",
     "max_pool2d_backward",
-    "scaled_dot_product_attention",
-    "scaled_dot_product_attention_backward",
 ];
 
 /// Optimizer steps, by `Update::name`.

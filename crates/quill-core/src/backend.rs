@@ -282,39 +282,6 @@ pub trait Backend: Sized {
         Err(unsupported("cumsum", Self::NAME, self.dtype()))
     }
 
-    // Attention.
-    /// Fused scaled-dot-product attention over contiguous buffers read from the given
-    /// offsets: returns the output `(batch, lq, dv)` and the per-row logsumexp of the scaled
-    /// scores `(batch, lq)` (what the backward needs), both of the inputs' float dtype.
-    fn attention(
-        q: (&Self, usize),
-        k: (&Self, usize),
-        v: (&Self, usize),
-        dims: &AttnDims,
-    ) -> Result<(Self, Self)> {
-        let _ = (k, v, dims);
-        Err(unsupported(
-            "scaled_dot_product_attention",
-            Self::NAME,
-            q.0.dtype(),
-        ))
-    }
-    /// The gradients `(dq, dk, dv)` of `attention` given the forward's inputs, its output
-    /// `o`, its logsumexp `lse` and the output's gradient `go` (all contiguous, one dtype).
-    #[allow(clippy::too_many_arguments)]
-    fn attention_backward(
-        q: (&Self, usize),
-        k: (&Self, usize),
-        v: (&Self, usize),
-        o: (&Self, usize),
-        go: (&Self, usize),
-        lse: (&Self, usize),
-        dims: &AttnDims,
-    ) -> Result<(Self, Self, Self)> {
-        let _ = (k, v, o, go, lse, dims);
-        Err(unsupported("attention_backward", Self::NAME, q.0.dtype()))
-    }
-
     // Convolution.
     /// 2-D convolution (cross-correlation) of the contiguous NCHW input `x` with the
     /// contiguous weight `w` (o, c / groups, kh, kw), both read from the given offsets and of

@@ -2,12 +2,10 @@
 //! this crate. It has a kernel for every op in the trait, so the array layer's host fallback
 //! ends here.
 
-use crate::{
-    attention, conv, elementwise, index, matmul, maxpool, optim, order, reduce, CpuStorage,
-};
+use crate::{conv, elementwise, index, matmul, maxpool, optim, order, reduce, CpuStorage};
 use quill_core::{
-    Along, AttnDims, Backend, BinaryOp, ConvDims, DType, Layout, PoolDims, ReduceOp, Result,
-    Scalar, Stat, UnaryOp, Update,
+    Along, Backend, BinaryOp, ConvDims, DType, Layout, PoolDims, ReduceOp, Result, Scalar, Stat,
+    UnaryOp, Update,
 };
 
 impl Backend for CpuStorage {
@@ -93,26 +91,6 @@ impl Backend for CpuStorage {
     }
     fn cumsum(&self, l: &Layout, axis: usize, include_initial: bool) -> Result<Self> {
         order::cumsum(self, l, axis, include_initial)
-    }
-
-    fn attention(
-        q: (&Self, usize),
-        k: (&Self, usize),
-        v: (&Self, usize),
-        dims: &AttnDims,
-    ) -> Result<(Self, Self)> {
-        attention::forward(q, k, v, dims)
-    }
-    fn attention_backward(
-        q: (&Self, usize),
-        k: (&Self, usize),
-        v: (&Self, usize),
-        o: (&Self, usize),
-        go: (&Self, usize),
-        lse: (&Self, usize),
-        dims: &AttnDims,
-    ) -> Result<(Self, Self, Self)> {
-        attention::backward(q, k, v, o, go, lse, dims)
     }
 
     fn conv2d(x: (&Self, usize), w: (&Self, usize), dims: &ConvDims) -> Result<Self> {

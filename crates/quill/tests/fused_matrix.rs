@@ -202,6 +202,155 @@ fn sum_squares_matches_an_f64_loop(dev: Device) -> Result<()> {
     Ok(())
 }
 
+/// One run of a fused op: its output and the gradients of `sum(out * seed)` at its inputs.
+type Run = Box<dyn Fn(Device, DType) -> Result<Vec<Vec<f64>>>>;
+
+/// Inputs for the kernel-composite comparison: leaves on `dev`, values from a fixed seed.
+fn leaves(dev: Device, dt: DType, shapes: &[&[usize]], seed: u64) -> Result<Vec<Tensor>> {
+    let mut rng = Prng::new(seed);
+    shapes
+        .iter()
+        .map(|sh| {
+            let n = sh.iter().product();
+            Tensor::from_array(on(dev, uniform(&mut rng, n, -1.5, 1.5), sh, dt), true)
+        })
+        .collect()
+}
+
+/// `out`'s values and the gradients of `sum(out * seed)` at `ins`.
+fn out_and_grads(out: &Tensor, ins: &[Tensor]) -> Result<Vec<Vec<f64>>> {
+    let mut rng = Prng::new(77);
+    let seed = on(
+        out.device(),
+        uniform(&mut rng, out.numel(), -1.0, 1.0),
+        out.shape(),
+        out.dtype(),
+    );
+    let gs = grad(
+        out,
+        ins,
+        Some(&Tensor::new(seed)),
+        BackwardOptions::default(),
+    )?;
+    let mut v = vec![vals(out.array())];
+    v.extend(gs.iter().map(|g| vals(g.array())));
+    Ok(v)
+}
+
+/// A two-layer LSTM (3 -> 4) with its parameters on `dev` in `dt`.
+fn lstm_on(dev: Device, dt: DType) -> Result<quill::nn::LSTM> {
+    let mut m = quill::nn::LSTM::with_dtype(3, 4, 2, true, 6, dt)?;
+    for l in &mut m.layers {
+        let moved = |t: &Tensor| Tensor::from_array(t.array().to_device(dev)?, true);
+        l.weight_ih = moved(&l.weight_ih)?;
+        l.weight_hh = moved(&l.weight_hh)?;
+        l.bias_ih = l.bias_ih.as_ref().map(moved).transpose()?;
+        l.bias_hh = l.bias_hh.as_ref().map(moved).transpose()?;
+    }
+    Ok(m)
+}
+
+/// The names of the graph nodes behind `t`.
+fn node_names(t: &Tensor) -> Vec<&'static str> {
+    let (mut names, mut stack) = (Vec::new(), vec![t.clone()]);
+    while let Some(t) = stack.pop() {
+        names.extend(t.grad_fn_name());
+        stack.extend(t.inputs());
+    }
+    names
+}
+
+/// Every fused op by name, run through its Tensor (or array) API.
+fn runs() -> Vec<(&'static str, Run)> {
+    vec![
+        (
+            "layer_norm",
+            Box::new(|dev, dt| {
+                let t = leaves(dev, dt, &[&[3, 4, 9], &[9], &[9]], 1)?;
+                out_and_grads(&t[0].layer_norm(&t[1], &t[2], EPS)?, &t)
+            }),
+        ),
+        (
+            "rms_norm",
+            Box::new(|dev, dt| {
+                let t = leaves(dev, dt, &[&[5, 2, 7], &[7]], 2)?;
+                out_and_grads(&t[0].rms_norm(&t[1], EPS)?, &t)
+            }),
+        ),
+        (
+            "batch_norm",
+            Box::new(|dev, dt| {
+                let t = leaves(dev, dt, &[&[4, 3, 2, 5], &[3], &[3]], 3)?;
+                let mut v = out_and_grads(&t[0].batch_norm_train(&t[1], &t[2], EPS)?.0, &t)?;
+                v.extend(out_and_grads(
+                    &t[0].batch_norm_relu_train(&t[1], &t[2], EPS)?.0,
+                    &t,
+                )?);
+                Ok(v)
+            }),
+        ),
+        (
+            "scaled_dot_product_attention",
+            Box::new(|dev, dt| {
+                let t = leaves(dev, dt, &[&[2, 3, 5, 4], &[2, 3, 7, 4], &[2, 3, 7, 6]], 4)?;
+                let mut v = Vec::new();
+                for causal in [false, true] {
+                    let y = t[0].scaled_dot_product_attention(&t[1], &t[2], causal, None)?;
+                    v.extend(out_and_grads(&y, &t)?);
+                }
+                Ok(v)
+            }),
+        ),
+        (
+            "sum_squares",
+            Box::new(|dev, dt| {
+                let t = leaves(dev, dt, &[&[6, 5]], 5)?;
+                let strided = t[0].array().slice(&s![..;-2, 1..])?;
+                Ok(vec![vec![strided.sum_squares()?]])
+            }),
+        ),
+        (
+            "recurrent_layer",
+            Box::new(|dev, dt| {
+                let lstm = lstm_on(dev, dt)?;
+                let x = leaves(dev, dt, &[&[5, 2, 3]], 7)?;
+                let (y, _) = lstm.forward_with(&x[0], None)?;
+                out_and_grads(&y, &x)
+            }),
+        ),
+    ]
+}
+
+device_test!(every_kernel_agrees_with_its_composite -> Result<()>);
+fn every_kernel_agrees_with_its_composite(dev: Device) -> Result<()> {
+    let runs = runs();
+    for op in fused_ops() {
+        let forward = op.strip_suffix("_backward").unwrap_or(op);
+        assert!(
+            runs.iter().any(|(n, _)| *n == forward),
+            "{op}: no kernel-composite case"
+        );
+    }
+    for (name, run) in &runs {
+        for (dt, tol) in [(DType::F64, 1e-9), (DType::F32, 2e-4)] {
+            let kernel = run(dev, dt)?;
+            let composite = quill::fused::with_composites(|| run(dev, dt))?;
+            assert_eq!(kernel.len(), composite.len(), "{name}");
+            for (k, (a, b)) in kernel.iter().zip(&composite).enumerate() {
+                assert_close(a, b, tol, &format!("{name} {dt} on {dev}: output {k}"));
+            }
+        }
+    }
+    // The switch is real: the LSTM takes its per-step graph under it.
+    let m = lstm_on(dev, DType::F64)?;
+    let x = Tensor::new(on(dev, vec![0.5; 6], &[2, 1, 3], DType::F64));
+    let fused = node_names(&m.forward_with(&x, None)?.0);
+    let per_step = node_names(&quill::fused::with_composites(|| m.forward_with(&x, None))?.0);
+    assert!(fused.contains(&"LSTMLayerBackward"), "{fused:?}");
+    assert!(!per_step.contains(&"LSTMLayerBackward"), "{per_step:?}");
+    Ok(())
+}
+
 /// Fused ops whose values and gradients are checked in a file of their own (against an
 /// independent reference there), and the tests that do it; this file checks their policy.
 const ELSEWHERE: [(&str, &str); 1] = [(
@@ -216,6 +365,7 @@ fn every_registered_fused_op_has_a_case() {
         assert!(
             CASES.iter().any(|c| c.name == op || c.backward == op)
                 || op.starts_with("batch_norm")
+                || op.starts_with("scaled_dot_product_attention")
                 || op == "sum_squares"
                 || ELSEWHERE.iter().any(|(name, _)| *name == op),
             "fused op {op} has no case in tests/fused_matrix.rs"

@@ -15,6 +15,7 @@
 //! `NDArray` methods that run it), one line in `FUSED`, the kernel per backend, and the Tensor
 //! wrapper with its backward in the `quill` crate.
 
+mod attention;
 mod batch_norm;
 mod layer_norm;
 mod recurrent;
@@ -51,7 +52,9 @@ pub(crate) fn f32_f64(d: DType) -> bool {
 }
 
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
-pub(crate) const FUSED: [&FusedKind; 8] = [
+pub(crate) const FUSED: [&FusedKind; 10] = [
+    &attention::FORWARD,
+    &attention::BACKWARD,
     &batch_norm::FORWARD,
     &batch_norm::BACKWARD,
     &layer_norm::FORWARD,
@@ -86,15 +89,36 @@ pub(crate) trait FusedOp {
     }
 }
 
+thread_local! {
+    /// Set by `with_composites`: every fused op on this thread takes its composite.
+    static COMPOSITES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every fused op that it calls on this thread taking its composite instead of
+/// a kernel: to check a kernel against its composite (the per-device test matrix does), or to
+/// measure what a kernel buys. Nests; the previous setting comes back when `f` returns or
+/// panics.
+pub fn with_composites<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COMPOSITES.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(COMPOSITES.with(|c| c.replace(true)));
+    f()
+}
+
 /// Runs `op` on `inputs` by the policy of this module's doc.
 pub(crate) fn run<O: FusedOp>(op: &O, inputs: &[&NDArray]) -> Result<O::Output> {
     let kind = op.kind();
     let device = colocate_all(kind.name, inputs)?;
     op.check(inputs)?;
     let dtype = inputs.first().map_or(DType::F32, |a| a.dtype());
-    let uniform = inputs
-        .iter()
-        .all(|a| a.dtype() == dtype && a.device() == device);
+    let uniform = !COMPOSITES.with(|c| c.get())
+        && inputs
+            .iter()
+            .all(|a| a.dtype() == dtype && a.device() == device);
     match device {
         Device::Cpu if uniform && (kind.cpu)(dtype) => op.cpu(inputs),
         Device::Cuda(_) if uniform && (kind.cuda)(dtype) => op.cuda(inputs),

@@ -4,7 +4,6 @@
 //! being read go through a temporary, so aliasing never gives a wrong answer.
 
 mod assign;
-mod attention;
 mod bytes;
 mod conv;
 mod create;
