@@ -15,8 +15,7 @@
 use crate::device::Device;
 use crate::NDArray;
 use quill_core::{
-    Along, Backend, BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result, Scalar,
-    Stat, UnaryOp, Update,
+    Along, Backend, BinaryOp, DType, Error, Layout, ReduceOp, Result, Scalar, Stat, UnaryOp, Update,
 };
 use quill_cpu::CpuStorage;
 #[cfg(feature = "cuda")]
@@ -265,46 +264,6 @@ impl Storage {
         (b, lb): (&Storage, &Layout),
     ) -> Result<Storage> {
         dispatch!("matmul"; a, b => Backend::matmul((a, la), (b, lb)))
-    }
-    /// 2-D convolution (see `Backend::conv2d`) of contiguous buffers read from offsets.
-    pub(crate) fn conv2d(
-        (x, xo): (&Storage, usize),
-        (w, wo): (&Storage, usize),
-        dims: &ConvDims,
-    ) -> Result<Storage> {
-        dispatch!("conv2d"; x, w => Backend::conv2d((x, xo), (w, wo), dims))
-    }
-    /// The input gradient of `conv2d` (see `Backend::conv2d_backward_input`).
-    pub(crate) fn conv2d_backward_input(
-        (gy, go): (&Storage, usize),
-        (w, wo): (&Storage, usize),
-        dims: &ConvDims,
-    ) -> Result<Storage> {
-        dispatch!("conv2d_backward_input"; gy, w =>
-            Backend::conv2d_backward_input((gy, go), (w, wo), dims))
-    }
-    /// The weight gradient of `conv2d` (see `Backend::conv2d_backward_weight`).
-    pub(crate) fn conv2d_backward_weight(
-        (x, xo): (&Storage, usize),
-        (gy, go): (&Storage, usize),
-        dims: &ConvDims,
-    ) -> Result<Storage> {
-        dispatch!("conv2d_backward_weight"; x, gy =>
-            Backend::conv2d_backward_weight((x, xo), (gy, go), dims))
-    }
-    /// 2-D max pooling (see `Backend::max_pool2d`).
-    pub(crate) fn max_pool2d((x, xo): (&Storage, usize), dims: &PoolDims) -> Result<Storage> {
-        dispatch!("max_pool2d"; x => Backend::max_pool2d((x, xo), dims))
-    }
-    /// The input gradient of `max_pool2d` (see `Backend::max_pool2d_backward`).
-    pub(crate) fn max_pool2d_backward(
-        (x, xo): (&Storage, usize),
-        (y, yo): (&Storage, usize),
-        (gy, go): (&Storage, usize),
-        dims: &PoolDims,
-    ) -> Result<Storage> {
-        dispatch!("max_pool2d_backward"; x, y, gy =>
-            Backend::max_pool2d_backward((x, xo), (y, yo), (gy, go), dims))
     }
     pub(crate) fn gather(
         op: &'static str,

@@ -9,9 +9,7 @@
 //! that error into its one documented host fallback: copy the operands to the CPU, run the CPU
 //! kernel, move the result back.
 
-use crate::{
-    BinaryOp, ConvDims, DType, Error, Layout, PoolDims, ReduceOp, Result, Scalar, UnaryOp,
-};
+use crate::{BinaryOp, DType, Error, Layout, ReduceOp, Result, Scalar, UnaryOp};
 
 /// A reduction that is not a plain fold over one op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,62 +278,6 @@ pub trait Backend: Sized {
     fn cumsum(&self, l: &Layout, axis: usize, include_initial: bool) -> Result<Self> {
         let _ = (l, axis, include_initial);
         Err(unsupported("cumsum", Self::NAME, self.dtype()))
-    }
-
-    // Convolution.
-    /// 2-D convolution (cross-correlation) of the contiguous NCHW input `x` with the
-    /// contiguous weight `w` (o, c / groups, kh, kw), both read from the given offsets and of
-    /// one float dtype: the contiguous output (n, o, ho, wo), no bias.
-    fn conv2d(x: (&Self, usize), w: (&Self, usize), dims: &ConvDims) -> Result<Self> {
-        let _ = (w, dims);
-        Err(unsupported("conv2d", Self::NAME, x.0.dtype()))
-    }
-    /// The gradient of `conv2d` with respect to its input, (n, c, h, w), from the output's
-    /// gradient `gy` (n, o, ho, wo) and the weight (col2im of `w^T gy`).
-    fn conv2d_backward_input(
-        gy: (&Self, usize),
-        w: (&Self, usize),
-        dims: &ConvDims,
-    ) -> Result<Self> {
-        let _ = (w, dims);
-        Err(unsupported(
-            "conv2d_backward_input",
-            Self::NAME,
-            gy.0.dtype(),
-        ))
-    }
-    /// The gradient of `conv2d` with respect to its weight, (o, c / groups, kh, kw), from the
-    /// input `x` and the output's gradient `gy`, summed over the batch.
-    fn conv2d_backward_weight(
-        x: (&Self, usize),
-        gy: (&Self, usize),
-        dims: &ConvDims,
-    ) -> Result<Self> {
-        let _ = (gy, dims);
-        Err(unsupported(
-            "conv2d_backward_weight",
-            Self::NAME,
-            x.0.dtype(),
-        ))
-    }
-
-    /// 2-D max pooling of `dims.planes` contiguous (h, w) planes read from the offset: the
-    /// contiguous (planes, ho, wo) window maxima (NaN wins).
-    fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {
-        let _ = dims;
-        Err(unsupported("max_pool2d", Self::NAME, x.0.dtype()))
-    }
-    /// The gradient of `max_pool2d` with respect to its input, from the input `x`, the
-    /// forward's output `y` and its gradient `gy` (all contiguous): each window's gradient
-    /// goes to the elements equal to its maximum, split evenly between ties.
-    fn max_pool2d_backward(
-        x: (&Self, usize),
-        y: (&Self, usize),
-        gy: (&Self, usize),
-        dims: &PoolDims,
-    ) -> Result<Self> {
-        let _ = (y, gy, dims);
-        Err(unsupported("max_pool2d_backward", Self::NAME, x.0.dtype()))
     }
 
     // Training.

@@ -2,10 +2,9 @@
 //! this crate. It has a kernel for every op in the trait, so the array layer's host fallback
 //! ends here.
 
-use crate::{conv, elementwise, index, matmul, maxpool, optim, order, reduce, CpuStorage};
+use crate::{elementwise, index, matmul, optim, order, reduce, CpuStorage};
 use quill_core::{
-    Along, Backend, BinaryOp, ConvDims, DType, Layout, PoolDims, ReduceOp, Result, Scalar, Stat,
-    UnaryOp, Update,
+    Along, Backend, BinaryOp, DType, Layout, ReduceOp, Result, Scalar, Stat, UnaryOp, Update,
 };
 
 impl Backend for CpuStorage {
@@ -91,36 +90,6 @@ impl Backend for CpuStorage {
     }
     fn cumsum(&self, l: &Layout, axis: usize, include_initial: bool) -> Result<Self> {
         order::cumsum(self, l, axis, include_initial)
-    }
-
-    fn conv2d(x: (&Self, usize), w: (&Self, usize), dims: &ConvDims) -> Result<Self> {
-        conv::forward(x, w, dims)
-    }
-    fn conv2d_backward_input(
-        gy: (&Self, usize),
-        w: (&Self, usize),
-        dims: &ConvDims,
-    ) -> Result<Self> {
-        conv::backward_input(gy, w, dims)
-    }
-    fn conv2d_backward_weight(
-        x: (&Self, usize),
-        gy: (&Self, usize),
-        dims: &ConvDims,
-    ) -> Result<Self> {
-        conv::backward_weight(x, gy, dims)
-    }
-
-    fn max_pool2d(x: (&Self, usize), dims: &PoolDims) -> Result<Self> {
-        maxpool::forward(x, dims)
-    }
-    fn max_pool2d_backward(
-        x: (&Self, usize),
-        y: (&Self, usize),
-        gy: (&Self, usize),
-        dims: &PoolDims,
-    ) -> Result<Self> {
-        maxpool::backward(x, y, gy, dims)
     }
 
     fn update(

@@ -310,6 +310,78 @@ fn runs() -> Vec<(&'static str, Run)> {
             }),
         ),
         (
+            "conv2d",
+            Box::new(|dev, dt| {
+                use quill::Conv2dSpec;
+                let mut v = Vec::new();
+                // (x, w, spec): plain, strided + padded, dilated, grouped (depthwise too).
+                let cases: [(&[usize], &[usize], Conv2dSpec); 4] = [
+                    (&[2, 3, 6, 5], &[4, 3, 3, 3], Conv2dSpec::default()),
+                    (
+                        &[1, 2, 9, 8],
+                        &[3, 2, 3, 2],
+                        Conv2dSpec {
+                            stride: (2, 3),
+                            padding: (1, 2),
+                            ..Default::default()
+                        },
+                    ),
+                    (
+                        &[2, 2, 9, 9],
+                        &[2, 2, 2, 3],
+                        Conv2dSpec {
+                            dilation: (2, 3),
+                            padding: (1, 0),
+                            ..Default::default()
+                        },
+                    ),
+                    (
+                        &[1, 4, 5, 5],
+                        &[6, 2, 3, 3],
+                        Conv2dSpec {
+                            groups: 2,
+                            padding: (1, 1),
+                            ..Default::default()
+                        },
+                    ),
+                ];
+                for (k, (xs, ws, spec)) in cases.into_iter().enumerate() {
+                    let t = leaves(dev, dt, &[xs, ws], 10 + k as u64)?;
+                    // A permuted view as the input: the kernels and the composite read any layout.
+                    let xv = t[0].permute(&[0, 1, 3, 2])?.permute(&[0, 1, 3, 2])?;
+                    v.extend(out_and_grads(&xv.conv2d(&t[1], spec)?, &t)?);
+                }
+                Ok(v)
+            }),
+        ),
+        (
+            "max_pool2d",
+            Box::new(|dev, dt| {
+                let mut v = Vec::new();
+                for (shape, kernel, stride) in [
+                    (&[2, 3, 6, 7][..], (2, 2), (2, 2)),
+                    (&[1, 2, 7, 7], (3, 2), (2, 1)),
+                ] {
+                    let t = leaves(dev, dt, &[shape], 20)?;
+                    v.extend(out_and_grads(&t[0].max_pool2d(kernel, stride)?, &t)?);
+                }
+                // Ties split the gradient evenly; NaN wins its window.
+                let mut vals_in = vec![1.0; 16];
+                vals_in[5] = f64::NAN;
+                let x = Tensor::from_array(on(dev, vals_in, &[1, 1, 4, 4], dt), true)?;
+                let y = x.max_pool2d((2, 2), (2, 2))?;
+                let g = grad(&y.sum(None, false)?, &[x], None, BackwardOptions::default())?;
+                v.push(
+                    vals(y.array())
+                        .into_iter()
+                        .map(|a| if a.is_nan() { -1.0 } else { a })
+                        .collect(),
+                );
+                v.push(vals(g[0].array()));
+                Ok(v)
+            }),
+        ),
+        (
             "recurrent_layer",
             Box::new(|dev, dt| {
                 let lstm = lstm_on(dev, dt)?;
@@ -325,7 +397,7 @@ device_test!(every_kernel_agrees_with_its_composite -> Result<()>);
 fn every_kernel_agrees_with_its_composite(dev: Device) -> Result<()> {
     let runs = runs();
     for op in fused_ops() {
-        let forward = op.strip_suffix("_backward").unwrap_or(op);
+        let forward = op.split("_backward").next().unwrap_or(op);
         assert!(
             runs.iter().any(|(n, _)| *n == forward),
             "{op}: no kernel-composite case"
@@ -366,6 +438,8 @@ fn every_registered_fused_op_has_a_case() {
             CASES.iter().any(|c| c.name == op || c.backward == op)
                 || op.starts_with("batch_norm")
                 || op.starts_with("scaled_dot_product_attention")
+                || op.starts_with("conv2d")
+                || op.starts_with("max_pool2d")
                 || op == "sum_squares"
                 || ELSEWHERE.iter().any(|(name, _)| *name == op),
             "fused op {op} has no case in tests/fused_matrix.rs"

@@ -17,7 +17,9 @@
 
 mod attention;
 mod batch_norm;
+mod conv;
 mod layer_norm;
+mod max_pool;
 mod recurrent;
 mod rms_norm;
 mod sum_squares;
@@ -52,13 +54,18 @@ pub(crate) fn f32_f64(d: DType) -> bool {
 }
 
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
-pub(crate) const FUSED: [&FusedKind; 10] = [
+pub(crate) const FUSED: [&FusedKind; 15] = [
     &attention::FORWARD,
     &attention::BACKWARD,
     &batch_norm::FORWARD,
     &batch_norm::BACKWARD,
+    &conv::FORWARD,
+    &conv::BACKWARD_INPUT,
+    &conv::BACKWARD_WEIGHT,
     &layer_norm::FORWARD,
     &layer_norm::BACKWARD,
+    &max_pool::FORWARD,
+    &max_pool::BACKWARD,
     &recurrent::FORWARD,
     &rms_norm::FORWARD,
     &rms_norm::BACKWARD,
