@@ -1,8 +1,8 @@
 //! quill-array: the array layer. `NDArray` (a shared buffer on a device plus a `Layout` and a
-//! dtype), its views, constructors and ops, and `backend.rs`, the one dispatch from an op to
-//! the backend that holds the buffer (and the one host fallback). The layers above (autograd,
-//! nn, optim, data, io in the `quill` crate) see only `NDArray`'s public API: Cargo keeps them
-//! from touching buffers.
+//! dtype), its views, constructors and ops; `backend.rs`, the one dispatch from a primitive to
+//! the backend that holds the buffer (and the one host fallback); `fused/`, the fused ops and
+//! their device policy. The layers above (autograd, nn, optim, data, io in the `quill` crate)
+//! see only `NDArray`'s public API: Cargo keeps them from touching buffers.
 
 mod backend;
 pub mod device;
