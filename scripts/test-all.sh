@@ -27,6 +27,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p quill-array -p quill-cuda -p quill --features cuda --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 cargo test --workspace
+# The lessons in crates/quill/examples, each run (the training ones for a few steps).
+for ex in views broadcasting autograd torch_import; do
+    cargo run -q -p quill --profile test --example "$ex" >/dev/null
+done
+cargo run -q -p quill --profile test --example mnist_mlp -- 30 >/dev/null
+cargo run -q -p quill --profile test --example mnist_cnn -- 10 >/dev/null
+cargo run -q -p quill --profile test --example char_lm -- 3 >/dev/null
 # Data-parallel training over MPI: Open MPI installed if missing, then quill-dist's tests, which
 # launch `mpirun --oversubscribe -np 2` (and 3) over loopback.
 scripts/install-mpi.sh

@@ -35,8 +35,9 @@ fn host_round_trips() -> std::collections::BTreeMap<&'static str, u64> {
     quill::host_round_trips().into_iter().collect()
 }
 
-/// Whether `op` runs on `device` for `dtype` with that device's own kernel (`quill::supports`):
-/// False means through the host. Every op is native on the CPU; an unknown op is a
+/// Whether `op` runs on `device` for `dtype` without a host round trip (`quill::supports`: a
+/// primitive with the device's kernel, a fused op with its kernel or its composite); False
+/// means through the host. Every op is native on the CPU; an unknown op is a
 /// ValueError listing the known ones (`supported_ops()`).
 #[quill_py_guard::guard]
 #[pyfunction]
@@ -55,6 +56,28 @@ fn supports(
 #[pyfunction]
 fn supported_ops() -> Vec<&'static str> {
     quill::supported_ops()
+}
+
+/// The fused ops' names (`quill::fused_ops`): ops that one kernel runs where a device has it
+/// and that run as a composite of primitives where it has not.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn fused_ops() -> Vec<&'static str> {
+    quill::fused_ops()
+}
+
+/// Whether the fused op `op` runs its own kernel (True) or its composite (False) on `device`
+/// for `dtype` (`quill::fused_kernel`); an unknown name is a ValueError listing the fused ops.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn fused_kernel(
+    op: &str,
+    dtype: &Bound<'_, PyAny>,
+    device: PyRef<'_, ndarray::PyDevice>,
+) -> PyResult<bool> {
+    let dtype = convert::dtype_of(dtype)?;
+    quill::fused_kernel(op, dtype, device.device)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
 /// Sets the counts of `host_round_trips` back to zero.
@@ -95,6 +118,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_host_round_trips, m)?)?;
     m.add_function(wrap_pyfunction!(supports, m)?)?;
     m.add_function(wrap_pyfunction!(supported_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(fused_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(fused_kernel, m)?)?;
     m.add("InternalError", m.py().get_type::<guard::InternalError>())?;
     sequence::register(m)?;
     layers::register(m)?;

@@ -459,6 +459,20 @@ def test_host_round_trips_is_empty_on_the_cpu_and_resets():
     assert quill.host_round_trips() == {}
 
 
+def test_fused_ops_name_their_kernels():
+    import quill
+
+    ops = quill.fused_ops()
+    for op in ["conv2d", "layer_norm", "rms_norm", "batch_norm", "max_pool2d",
+               "scaled_dot_product_attention", "recurrent_layer", "sum_squares"]:
+        assert op in ops and op in quill.supported_ops()
+    assert quill.fused_kernel("layer_norm", "float32", quill.cpu())
+    assert not quill.fused_kernel("layer_norm", "float16", quill.cpu())
+    assert not quill.fused_kernel("batch_norm", "int64", quill.cpu())
+    with pytest.raises(ValueError, match="unknown fused op"):
+        quill.fused_kernel("matmul", "float32", quill.cpu())
+
+
 def test_supports_answers_for_every_op_on_the_cpu():
     import quill
 

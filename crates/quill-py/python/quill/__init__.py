@@ -7,7 +7,7 @@ autograd level. Every op runs in Rust; the Python here only arranges needle's na
 from . import _native
 from . import _optable  # per-op methods of NDArray and Tensor, before anything uses them
 from ._native import InternalError, Tensor, cpu, cuda, default_device, from_dlpack
-from ._native import host_round_trips, reset_host_round_trips, supported_ops, supports
+from ._native import fused_kernel, fused_ops, host_round_trips, reset_host_round_trips, supported_ops, supports
 from . import backend_ndarray
 from . import autograd
 from . import ops
@@ -22,6 +22,6 @@ from . import array_api
 
 __all__ = [
     "InternalError", "Tensor", "cpu", "cuda", "default_device", "from_dlpack",
-    "host_round_trips", "reset_host_round_trips", "supports", "supported_ops", "backend_ndarray", "autograd", "ops", "init",
+    "host_round_trips", "reset_host_round_trips", "supports", "supported_ops", "fused_ops", "fused_kernel", "backend_ndarray", "autograd", "ops", "init",
     "nn", "optim", "data", "models", "apps", "array_api",
 ]
