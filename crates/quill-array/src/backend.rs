@@ -153,6 +153,19 @@ impl Storage {
         }
     }
 
+    /// The GPU buffer, or an error naming `op` for a host one (for a fused op's CUDA kernel,
+    /// which the policy calls only for operands on one GPU).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn try_cuda(&self, op: &'static str) -> Result<&CudaStorage> {
+        match self {
+            Storage::Cuda(s) => Ok(s),
+            Storage::Cpu(_) => Err(Error::invalid(
+                op,
+                "internal: the CUDA kernel was handed a host buffer",
+            )),
+        }
+    }
+
     pub(crate) fn cpu(&self) -> &CpuStorage {
         match self {
             Storage::Cpu(s) => s,

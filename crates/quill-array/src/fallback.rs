@@ -175,6 +175,10 @@ mod tests {
             assert!(supports(op, DType::F32, cuda).unwrap(), "{op}");
             assert!(!fused::fused_kernel(op, DType::F32, cuda).unwrap(), "{op}");
         }
+        // RMS norm's forward has its own CUDA kernel (f32 / f64), its backward the composite.
+        assert!(fused::fused_kernel("rms_norm", DType::F32, cuda).unwrap());
+        assert!(!fused::fused_kernel("rms_norm", DType::F16, cuda).unwrap());
+        assert!(!fused::fused_kernel("rms_norm_backward", DType::F32, cuda).unwrap());
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("softmax", include_str!("../kernels/softmax.cu")),
     ("random", include_str!("../kernels/random.cu")),
     ("optim", include_str!("../kernels/optim.cu")),
+    ("norm", include_str!("../kernels/norm.cu")),
 ];
 
 /// Every dtype tag, in the order the kernels are stamped.
@@ -266,6 +267,11 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
             for t in ["f32", "f64"] {
                 v.push(format!("adam_step_{t}"));
                 v.push(format!("sgd_step_{t}"));
+            }
+        }
+        "norm" => {
+            for t in ["f32", "f64"] {
+                v.push(format!("rms_norm_{t}"));
             }
         }
         _ => {}

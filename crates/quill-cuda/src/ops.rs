@@ -485,6 +485,54 @@ pub fn sgd_step(
     }
 }
 
+/// RMS normalisation over the last dim of the contiguous [rows, cols] `x` (from element 0)
+/// with `w` (cols), both f32 or both f64: `(y [rows, cols], rstd [rows])` with
+/// `y = x * rstd * w` and `rstd = 1 / sqrt(mean(x^2) + eps)` (the fused op `rms_norm`).
+pub fn rms_norm(
+    x: &CudaStorage,
+    w: &CudaStorage,
+    rows: usize,
+    cols: usize,
+    eps: f64,
+) -> Result<(CudaStorage, CudaStorage)> {
+    const OP: &str = "rms_norm";
+    same_device(OP, x, w)?;
+    check_dtype(OP, w, x.dtype())?;
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(Error::invalid(
+            OP,
+            format!("the CUDA kernel takes f32 or f64, got {}", x.dtype()),
+        ));
+    }
+    let n = rows.saturating_mul(cols);
+    if x.len() < n || w.len() < cols {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "buffers of {} and {} elements for [{rows}, {cols}] and [{cols}]",
+                x.len(),
+                w.len()
+            ),
+        ));
+    }
+    let mut y = CudaStorage::uninit(x.device(), n, x.dtype())?;
+    let mut rstd = CudaStorage::uninit(x.device(), rows, x.dtype())?;
+    if rows == 0 {
+        return Ok((y, rstd));
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (rows.min(i32::MAX as usize) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let name = format!("rms_norm_{}", tag(x.dtype()));
+    let (px, pw) = (x.ptr(), w.ptr());
+    let (py, pr) = (y.ptr_mut(), rstd.ptr_mut());
+    let (r, c) = (rows as i64, cols as i64);
+    launch!(x.device(), "norm", name, cfg; &px, &pw, &py, &pr, &r, &c, &eps)?;
+    Ok((y, rstd))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,6 +126,12 @@ fn launches_match_kernel_parameters() {
         assert_eq!(params(&red, name), p(&["u64"; 5]), "{name}");
     }
     assert_eq!(params(&ptx("softmax"), "log_softmax_f16"), p(&["u64"; 4]));
+    // rms_norm: x, w, y, rstd, rows, cols, eps.
+    let norm = ptx("norm");
+    for t in ["f32", "f64"] {
+        let want = p(&["u64", "u64", "u64", "u64", "u64", "u64", "f64"]);
+        assert_eq!(params(&norm, &format!("rms_norm_{t}")), want);
+    }
     assert_eq!(params(&ptx("random"), "philox_normal_f64"), p(&["u64"; 4]));
     let optim = ptx("optim");
     for (t, f) in [("f32", "f32"), ("f64", "f64")] {

@@ -1,7 +1,8 @@
 //! RMS normalisation over the last dim (Zhang & Sennrich 2019; PyTorch's `rms_norm`), forward
 //! and backward, as fused ops: `x / sqrt(mean(x^2) + eps) * weight`. The CPU kernel (f32 /
-//! f64) is one pass over the rows each way (`quill_cpu::fused::rms_norm`); the composite
-//! takes five forward and about eight backward. The saved statistic is each row's
+//! f64) is one pass over the rows each way (`quill_cpu::fused::rms_norm`); the forward has a
+//! CUDA kernel too (`quill-cuda/kernels/norm.cu`, one block per row), the backward runs its
+//! composite on a GPU. The composite takes five passes forward and about eight backward. The saved statistic is each row's
 //! `1 / sqrt(mean(x^2) + eps)`, shape (..., 1).
 
 use super::{f32_f64, none, run, FusedKind, FusedOp};
@@ -14,7 +15,11 @@ use quill_cpu::pool;
 pub(crate) const FORWARD: FusedKind = FusedKind {
     name: "rms_norm",
     cpu: f32_f64,
-    cuda: none,
+    cuda: if cfg!(feature = "cuda") {
+        f32_f64
+    } else {
+        none
+    },
     composite: &["square", "mean", "add", "rsqrt", "mul"],
 };
 
@@ -81,6 +86,34 @@ impl FusedOp for Forward {
             DType::F32 => self.host::<f32>(i),
             _ => self.host::<f64>(i),
         }
+    }
+    #[cfg(feature = "cuda")]
+    fn cuda(&self, i: &[&NDArray]) -> Result<Self::Output> {
+        use crate::backend::Storage;
+        use crate::ndarray::Reads;
+        // The kernel reads from element 0 of contiguous buffers.
+        let fresh = |a: &NDArray| -> Result<NDArray> {
+            if a.is_contiguous() && a.offset() == 0 {
+                Ok(a.clone())
+            } else {
+                a.deep_copy()
+            }
+        };
+        let (x, w) = (fresh(i[0])?, fresh(i[1])?);
+        let cols = w.numel();
+        let rows = x.numel().checked_div(cols).unwrap_or(0);
+        let (y, rstd) = {
+            let g = Reads::new([&x, &w]);
+            let (xs, ws) = (
+                g.get(0).try_cuda(FORWARD.name)?,
+                g.get(1).try_cuda(FORWARD.name)?,
+            );
+            quill_cuda::ops::rms_norm(xs, ws, rows, cols, self.eps)?
+        };
+        Ok((
+            NDArray::fresh(Storage::Cuda(y), x.shape())?,
+            NDArray::fresh(Storage::Cuda(rstd), &row_shape(&x))?,
+        ))
     }
 }
 

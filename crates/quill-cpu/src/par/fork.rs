@@ -4,8 +4,9 @@
 //! part, paying a wake-up on the way in and another on the way out, which on a small region
 //! costs more than the split saves. Here the caller runs parts itself while pool threads, once
 //! awake, claim the rest: whoever reaches a part first runs it, so a late helper costs nothing,
-//! and the caller spins (briefly: at most one part) for parts in flight instead of sleeping. A
-//! helper woken onto the caller's core moves to another one first (`placement.rs`). A panic in
+//! and the caller spins (briefly: at most one part) for parts in flight instead of sleeping. With
+//! `QUILL_PIN_THREADS=1`, a helper woken onto the caller's core moves to another one first
+//! (`placement.rs`). A panic in
 //! a helper's part is caught and raised again on the caller, as rayon's iterators do.
 
 use super::placement;
@@ -40,7 +41,12 @@ pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
         active: AtomicUsize::new(0),
         panic: Mutex::new(None),
     });
-    let home = placement::current_cpu();
+    // Helpers step off this core only when asked to (`QUILL_PIN_THREADS=1`).
+    let home = if placement::enabled() {
+        placement::current_cpu()
+    } else {
+        None
+    };
     let job: &(dyn Fn(usize) + Sync) = &f;
     // SAFETY: the erased lifetime is never outlived: a helper calls `job` only between raising
     // `active` and claiming a part below `parts`, and `Finish` (which runs on return and on

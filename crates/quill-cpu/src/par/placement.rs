@@ -1,13 +1,31 @@
-//! Where a GEMM helper runs. A pool thread woken for a fork-join region can be queued on the
-//! core of the thread that woke it, which goes on running its own parts: the helper then waits
-//! out the caller's time slice, or shares its core, and the product runs at one thread's speed.
-//! On the 2-vCPU Zen 4 VM of 2026-11-30 that happened in streaks of rounds (logged with
-//! `sched_getcpu`), mostly after idle, while the other core sat idle (likely because a halted
-//! vCPU reads as preempted, so not idle, to the guest's scheduler). So the caller yields once after waking its helpers (`par.rs`),
-//! and a helper that finds itself on the caller's core steps aside: it narrows its own affinity
-//! to exclude that core, which makes the kernel migrate it at once (25-90 us there), then
-//! restores the mask it had, so it stays free to run anywhere afterwards. Linux only;
-//! elsewhere nothing moves.
+//! Where a GEMM helper runs, when `QUILL_PIN_THREADS=1` asks for it (off by default: a
+//! library does not move its caller's threads unasked). A pool thread woken for a fork-join
+//! region can be queued on the core of the thread that woke it, which goes on running its own
+//! parts: the helper then waits out the caller's time slice, or shares its core, and the
+//! product runs at one thread's speed. That was seen on a 2-vCPU VM, in streaks after idle
+//! (docs/perf-log/2026-11-30.md). With the switch on, a helper that finds itself on the
+//! caller's core steps aside: it narrows its own affinity to exclude that core, which makes
+//! the kernel migrate it at once, then restores the mask it had, so it stays free to run
+//! anywhere afterwards. Linux only; elsewhere nothing moves.
+
+use std::sync::OnceLock;
+
+/// Whether `QUILL_PIN_THREADS` asks for helper placement (read once per process).
+pub(crate) fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| switch_on(std::env::var("QUILL_PIN_THREADS").ok().as_deref()))
+}
+
+/// `1`, `true`, `yes` or `on` (any case) turn the switch on; anything else, or nothing, leaves
+/// it off.
+fn switch_on(v: Option<&str>) -> bool {
+    v.is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
 
 /// The core this thread runs on now, or `None` where that is unknown.
 pub(crate) fn current_cpu() -> Option<usize> {
@@ -63,6 +81,22 @@ pub(crate) fn step_aside(cpu: usize) -> bool {
     {
         let _ = cpu;
         false
+    }
+}
+
+#[cfg(test)]
+mod switch_tests {
+    use super::switch_on;
+
+    #[test]
+    fn placement_is_off_unless_asked_for() {
+        assert!(!switch_on(None));
+        for off in ["", "0", "false", "no", "off", "2", "pin"] {
+            assert!(!switch_on(Some(off)), "{off:?}");
+        }
+        for on in ["1", "true", "TRUE", "yes", "On", " 1 "] {
+            assert!(switch_on(Some(on)), "{on:?}");
+        }
     }
 }
 

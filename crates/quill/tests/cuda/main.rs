@@ -18,6 +18,7 @@ mod gradients;
 mod matmul;
 mod ops_elementwise;
 mod ops_reduce;
+mod primitives;
 mod reductions;
 mod training;
 
