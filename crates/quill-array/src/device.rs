@@ -4,8 +4,10 @@
 
 use std::fmt;
 
+/// Where an array's buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Device {
+    /// Host memory (the default).
     #[default]
     Cpu,
     /// The NVIDIA GPU with this ordinal.

@@ -4,6 +4,8 @@
 //! their device policy. The layers above (autograd, nn, optim, data, io in the `quill` crate)
 //! see only `NDArray`'s public API: Cargo keeps them from touching buffers.
 
+#![warn(missing_docs)]
+
 mod backend;
 pub mod device;
 mod fallback;

@@ -50,6 +50,15 @@ impl NDArray {
         )
     }
 
+    /// A fresh array of `shape` filled with zeros, on the CPU.
+    ///
+    /// ```
+    /// use quill_array::NDArray;
+    /// use quill_core::DType;
+    /// let z = NDArray::zeros(&[2, 3], DType::I32)?;
+    /// assert_eq!(z.to_vec::<i32>()?, vec![0; 6]);
+    /// # Ok::<(), quill_core::Error>(())
+    /// ```
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<NDArray> {
         let n = checked_len("zeros", shape, dtype)?;
         Ok(NDArray::from_storage(
@@ -58,6 +67,14 @@ impl NDArray {
         ))
     }
 
+    /// A fresh array of `shape` filled with ones, on the CPU.
+    ///
+    /// ```
+    /// use quill_array::NDArray;
+    /// use quill_core::DType;
+    /// assert_eq!(NDArray::ones(&[3], DType::F64)?.to_vec::<f64>()?, vec![1.0; 3]);
+    /// # Ok::<(), quill_core::Error>(())
+    /// ```
     pub fn ones(shape: &[usize], dtype: DType) -> Result<NDArray> {
         NDArray::full(shape, true, dtype)
     }
@@ -158,6 +175,17 @@ impl NDArray {
         }
     }
 
+    /// Standard normal samples of `shape` (a float dtype), drawn from a ChaCha8 stream seeded
+    /// by `seed`: the same seed gives the same values on every machine.
+    ///
+    /// ```
+    /// use quill_array::NDArray;
+    /// use quill_core::DType;
+    /// let a = NDArray::randn(&[1000], 7, DType::F64)?;
+    /// assert_eq!(a.to_vec::<f64>()?, NDArray::randn(&[1000], 7, DType::F64)?.to_vec::<f64>()?);
+    /// assert!(a.mean(None, false)?.item::<f64>()?.abs() < 0.2);
+    /// # Ok::<(), quill_core::Error>(())
+    /// ```
     pub fn randn(shape: &[usize], seed: u64, dtype: DType) -> Result<NDArray> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         random(shape, dtype, "randn", || {

@@ -125,6 +125,7 @@ impl Pinned {
     pub fn address(&self) -> usize {
         self.address
     }
+    /// The device whose memory `address` points into.
     pub fn device(&self) -> Device {
         self.array.device()
     }

@@ -41,6 +41,9 @@ struct Shared {
     pins: AtomicUsize,
 }
 
+/// An N-dimensional array: a buffer shared by every view of it (on a device, of one dtype)
+/// seen through a [`Layout`] (shape, signed strides in elements, offset). Cloning is cheap and
+/// shares the buffer; views (`slice`, `permute`, `broadcast_to`, ...) are new layouts over it.
 #[derive(Clone)]
 pub struct NDArray {
     storage: Arc<Shared>,
@@ -131,6 +134,7 @@ impl NDArray {
         Ok(NDArray::from_storage(storage, Layout::contiguous(shape)?))
     }
 
+    /// The extent of each dimension.
     pub fn shape(&self) -> &[usize] {
         self.layout.shape()
     }
@@ -142,18 +146,23 @@ impl NDArray {
     pub fn offset(&self) -> usize {
         self.layout.offset()
     }
+    /// Shape, strides and offset together.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
+    /// The number of dimensions (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.layout.ndim()
     }
+    /// The number of elements: the product of the shape (1 for rank 0).
     pub fn numel(&self) -> usize {
         self.layout.numel()
     }
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// Where the buffer lives.
     pub fn device(&self) -> Device {
         self.read().device()
     }
