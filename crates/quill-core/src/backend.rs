@@ -14,16 +14,21 @@ use crate::{BinaryOp, DType, Error, Layout, ReduceOp, Result, Scalar, UnaryOp};
 /// A reduction that is not a plain fold over one op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stat {
+    /// The arithmetic mean: the sum divided by the number of reduced elements.
     Mean,
     /// `sum((x - mean)^2) / (n - ddof)`, or its square root for `std`.
     Var {
+        /// Delta degrees of freedom subtracted from the count `n` (0: population, 1: sample).
         ddof: usize,
+        /// Return the standard deviation (the square root of the variance) instead.
         std: bool,
     },
+    /// `log(sum(exp(x)))` over the reduced elements.
     LogSumExp,
 }
 
 impl Stat {
+    /// The op's name, as errors print it: `"mean"`, `"var"`, `"std"` or `"logsumexp"`.
     pub fn name(self) -> &'static str {
         match self {
             Stat::Mean => "mean",
@@ -39,8 +44,11 @@ impl Stat {
 /// index's shape and stride 0 on this axis; element `p` is at `base(p) + index[p] * stride`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Along {
+    /// The data's stride along the indexed axis, in elements.
     pub stride: isize,
+    /// The data's length along the indexed axis; every index must lie in `0..size`.
     pub size: usize,
+    /// The indexed axis's position in the data's shape, used only in error messages.
     pub axis: usize,
 }
 
@@ -51,25 +59,39 @@ pub enum Update {
     /// SGD with optional momentum (`state = [momentum_buffer]`), Nesterov and L2 weight decay;
     /// `first` marks the step that initialises the buffer with the gradient.
     Sgd {
+        /// Learning rate: the step is `-lr` times the (momentum-adjusted) gradient.
         lr: f64,
+        /// L2 penalty: `weight_decay * p` is added to the gradient; 0 skips it.
         weight_decay: f64,
+        /// Momentum factor; 0 means plain SGD with no state buffer.
         momentum: f64,
+        /// Dampening: the new gradient enters the buffer scaled by `1 - dampening`.
         dampening: f64,
+        /// Use Nesterov momentum: step along `g + momentum * buf` instead of `buf`.
         nesterov: bool,
+        /// This is the first step with momentum, so the buffer is set to the gradient.
         first: bool,
     },
     /// Adam (L2 decay) or AdamW (`decoupled`), `state = [exp_avg, exp_avg_sq]`, `step` >= 1.
     Adam {
+        /// Learning rate, before bias correction.
         lr: f64,
+        /// Decay rates `(beta1, beta2)` of the first- and second-moment averages.
         betas: (f64, f64),
+        /// Added to the bias-corrected `sqrt(v)` in the denominator to avoid division by zero.
         eps: f64,
+        /// Weight-decay coefficient: L2 added to the gradient, or decoupled for AdamW.
         weight_decay: f64,
+        /// AdamW: scale the parameter by `1 - lr * weight_decay` instead of adding L2 to the
+        /// gradient.
         decoupled: bool,
+        /// The 1-based step count, used for bias correction.
         step: u64,
     },
 }
 
 impl Update {
+    /// The op name of the rule: `"sgd_step"`, `"adam_step"` or `"adamw_step"`.
     pub fn name(&self) -> &'static str {
         match self {
             Update::Sgd { .. } => "sgd_step",
@@ -109,17 +131,27 @@ impl Update {
 /// `v = b2 * v + w2 * g * g`, `p += neg_step * m / (sqrt(v) / bc2_sqrt + eps)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdamScalars {
+    /// Minus the bias-corrected step size: `-lr / (1 - beta1^step)`.
     pub neg_step: f64,
+    /// Square root of the second-moment bias correction: `sqrt(1 - beta2^step)`.
     pub bc2_sqrt: f64,
+    /// Weight of the new gradient in the first-moment `lerp`: `1 - beta1`.
     pub w1: f64,
     /// Which of PyTorch's two `lerp` forms is exact here (`w1 < 0.5`).
     pub small: bool,
+    /// Decay of the second-moment average: `beta2`.
     pub b2: f64,
+    /// Weight of the squared gradient in the second moment: `1 - beta2`.
     pub w2: f64,
+    /// Added to `sqrt(v) / bc2_sqrt` in the denominator.
     pub eps: f64,
+    /// Decoupled decay factor applied to the parameter: `1 - lr * weight_decay`.
     pub decay: f64,
+    /// Coupled L2 coefficient added to the gradient: `weight_decay`.
     pub l2: f64,
+    /// Apply `decay` to the parameter (AdamW with non-zero weight decay).
     pub decoupled: bool,
+    /// Add `l2 * p` to the gradient (Adam with non-zero weight decay).
     pub coupled: bool,
 }
 
@@ -157,12 +189,19 @@ impl AdamScalars {
 /// alignment); `scale` multiplies the scores `q . k`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttnDims {
+    /// Number of independent problems: the batch and head dims multiplied together.
     pub batch: usize,
+    /// Query sequence length (rows of `q` and of the output).
     pub lq: usize,
+    /// Key/value sequence length (rows of `k` and `v`).
     pub lk: usize,
+    /// Query and key feature size, the length of each dot product.
     pub d: usize,
+    /// Value feature size, and so the output's row length.
     pub dv: usize,
+    /// Apply the causal mask (key `j` hidden from query `i` when `j > i`).
     pub causal: bool,
+    /// Factor applied to each score `q . k` before the softmax.
     pub scale: f64,
 }
 
@@ -170,9 +209,13 @@ pub struct AttnDims {
 /// channel `c` over the `n * inner` values of that channel.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NormDims {
+    /// Batch size: the leading dim of the buffer.
     pub n: usize,
+    /// Number of channels, each with its own statistics.
     pub c: usize,
+    /// Product of the dims after the channel dim (1 for a 2-D input).
     pub inner: usize,
+    /// Added to the variance before its square root is taken.
     pub eps: f64,
     /// A ReLU follows in the same op: the forward clamps its output at zero and the backward
     /// passes the gradient only where that output is positive (CNN blocks: one pass fewer
@@ -195,9 +238,11 @@ pub trait Backend: Sized {
         true
     }
 
+    /// The element type of the buffer.
     fn dtype(&self) -> DType;
     /// Length of the buffer in elements.
     fn len(&self) -> usize;
+    /// Whether the buffer holds no elements.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

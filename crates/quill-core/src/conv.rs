@@ -7,9 +7,14 @@ use crate::{Error, Result};
 /// The hyper-parameters of a 2-D convolution, each spatial one as (height, width).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conv2dSpec {
+    /// Step between adjacent kernel positions, in input elements; each must be at least 1.
     pub stride: (usize, usize),
+    /// Zeros added on both sides of each spatial dim (so `H` grows by `2 * padding.0`).
     pub padding: (usize, usize),
+    /// Spacing between kernel taps (1: adjacent taps); each must be at least 1.
     pub dilation: (usize, usize),
+    /// Number of channel groups; input and output channels must both be divisible by it, and
+    /// each group's outputs see only that group's inputs.
     pub groups: usize,
 }
 
@@ -28,15 +33,25 @@ impl Default for Conv2dSpec {
 /// (n, o, ho, wo). Kernels read every buffer contiguous (C order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvDims {
+    /// Batch size: the input's and output's first dim.
     pub n: usize,
+    /// Input channels (all groups together); a multiple of `spec.groups`.
     pub c: usize,
+    /// Input height, before padding.
     pub h: usize,
+    /// Input width, before padding.
     pub w: usize,
+    /// Output channels, the weight's first dim; a multiple of `spec.groups`.
     pub o: usize,
+    /// Kernel height, before dilation; at least 1.
     pub kh: usize,
+    /// Kernel width, before dilation; at least 1.
     pub kw: usize,
+    /// Output height, at least 1.
     pub ho: usize,
+    /// Output width, at least 1.
     pub wo: usize,
+    /// The stride, padding, dilation and groups the sizes were derived under.
     pub spec: Conv2dSpec,
 }
 
@@ -137,14 +152,23 @@ impl ConvDims {
 /// independent (h, w) planes, windows (kh, kw) taken (sh, sw) apart, output (ho, wo) each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolDims {
+    /// Number of independent planes: batch size times channels.
     pub planes: usize,
+    /// Input plane height; at least `kh`.
     pub h: usize,
+    /// Input plane width; at least `kw`.
     pub w: usize,
+    /// Window height; at least 1.
     pub kh: usize,
+    /// Window width; at least 1.
     pub kw: usize,
+    /// Vertical step between windows; at least 1.
     pub sh: usize,
+    /// Horizontal step between windows; at least 1.
     pub sw: usize,
+    /// Output plane height: `(h - kh) / sh + 1`.
     pub ho: usize,
+    /// Output plane width: `(w - kw) / sw + 1`.
     pub wo: usize,
 }
 

@@ -216,21 +216,32 @@ fn float_to_u64(v: f64) -> u64 {
     }
 }
 
+/// A Rust type that stores the elements of one [`DType`] (`f32`, `i64`, `bool`, `f16`,
+/// ...), with conversions to and from [`Scalar`] that follow NumPy's cast rules.
 pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'static {
+    /// The dtype whose elements this type stores.
     const DTYPE: DType;
+    /// Widens the value exactly into a [`Scalar`].
     fn to_scalar(self) -> Scalar;
+    /// Converts a [`Scalar`] to this type with NumPy's cast rules (integers wrap, floats to
+    /// integers truncate as x86 NumPy does, anything non-zero is `true`).
     fn from_scalar(s: Scalar) -> Self;
+    /// The additive identity (`0`, `0.0` or `false`).
     fn zero() -> Self;
+    /// The multiplicative identity (`1`, `1.0` or `true`).
     fn one() -> Self;
     /// Converts with the NumPy cast rules of this module.
     #[inline]
     fn cast<U: Element>(self) -> U {
         U::from_scalar(self.to_scalar())
     }
+    /// Converts an f64 to this type with the same rules as [`Element::from_scalar`].
     #[inline]
     fn from_f64(v: f64) -> Self {
         Self::from_scalar(Scalar::F(v))
     }
+    /// The value as an f64: exact for floats and bools (0 or 1), rounded to nearest for
+    /// integers too wide for f64.
     #[inline]
     fn to_f64(self) -> f64 {
         match self.to_scalar() {

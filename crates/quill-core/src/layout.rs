@@ -6,6 +6,8 @@ use crate::error::{Error, Result};
 use crate::runs::{Offsets, Runs};
 use crate::shape::{checked_numel, contiguous_strides, normalize_axes, normalize_axis};
 
+/// How an n-d view maps onto a flat buffer: element `[i0, i1, ...]` lives at
+/// `offset + sum(i_k * strides[k])`, all in elements. Strides may be negative or zero.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: Vec<usize>,
@@ -73,18 +75,23 @@ impl Layout {
         Ok(l)
     }
 
+    /// The size of each dim.
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    /// The step in the buffer, in elements, between neighbours along each dim.
     pub fn strides(&self) -> &[isize] {
         &self.strides
     }
+    /// The buffer position, in elements, of the element at index `[0, 0, ...]`.
     pub fn offset(&self) -> usize {
         self.offset
     }
+    /// The rank: the number of dims (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
+    /// The number of elements: the product of the dims (1 for rank 0, 0 if any dim is 0).
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
@@ -156,6 +163,8 @@ impl Layout {
         true
     }
 
+    /// Reorders the dims: dim `k` of the result is dim `axes[k]` of `self`. `axes` must name
+    /// every axis exactly once (negative axes count from the end).
     pub fn permute(&self, axes: &[isize]) -> Result<Layout> {
         const OP: &str = "permute";
         if axes.len() != self.ndim() {
@@ -178,6 +187,7 @@ impl Layout {
         })
     }
 
+    /// Swaps dims `a` and `b` (negative axes count from the end).
     pub fn transpose(&self, a: isize, b: isize) -> Result<Layout> {
         const OP: &str = "transpose";
         let a = normalize_axis(OP, a, self.ndim(), 0)?;

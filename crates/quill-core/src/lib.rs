@@ -8,6 +8,7 @@
 //! is built on it. Kernels and helpers must use it rather than write their own index counter.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod conv;

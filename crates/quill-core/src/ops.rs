@@ -40,32 +40,59 @@ use std::f64::consts::{FRAC_1_SQRT_2, PI};
 macro_rules! unary_ops {
     ($($cb:ident)::+ $({ $($args:tt)* })?) => {
         $($cb)::+! { [$($($args)*)?]
+            /// `-x`.
             (Neg, neg, SameNumeric, |x| -x),
+            /// `|x|`.
             (Abs, abs, SameNumeric, f64::abs),
+            /// -1, 0 or 1 by the sign of `x`; NaN stays NaN.
             (Sign, sign, SameNumeric, sign_ref),
+            /// `e^x`.
             (Exp, exp, Float, f64::exp),
+            /// `2^x`.
             (Exp2, exp2, Float, f64::exp2),
+            /// Natural logarithm.
             (Log, log, Float, f64::ln),
+            /// Base-2 logarithm.
             (Log2, log2, Float, f64::log2),
+            /// Base-10 logarithm.
             (Log10, log10, Float, f64::log10),
+            /// `ln(1 + x)`, accurate for `x` near 0.
             (Log1p, log1p, Float, f64::ln_1p),
+            /// `e^x - 1`, accurate for `x` near 0.
             (Expm1, expm1, Float, f64::exp_m1),
+            /// Square root; NaN for negative `x`.
             (Sqrt, sqrt, Float, f64::sqrt),
+            /// Reciprocal square root, `1 / sqrt(x)`.
             (Rsqrt, rsqrt, Float, |x| 1.0 / x.sqrt()),
+            /// `x * x`, in the input's dtype.
             (Square, square, SameNumeric, |x| x * x),
+            /// `1 / x`.
             (Reciprocal, reciprocal, Float, |x| 1.0 / x),
+            /// Sine of `x` in radians.
             (Sin, sin, Float, f64::sin),
+            /// Cosine of `x` in radians.
             (Cos, cos, Float, f64::cos),
+            /// Tangent of `x` in radians.
             (Tan, tan, Float, f64::tan),
+            /// Hyperbolic tangent.
             (Tanh, tanh, Float, f64::tanh),
+            /// Arcsine, in radians; NaN outside `[-1, 1]`.
             (Asin, asin, Float, f64::asin),
+            /// Arccosine, in radians; NaN outside `[-1, 1]`.
             (Acos, acos, Float, f64::acos),
+            /// Arctangent, in radians.
             (Atan, atan, Float, f64::atan),
+            /// Hyperbolic sine.
             (Sinh, sinh, Float, f64::sinh),
+            /// Hyperbolic cosine.
             (Cosh, cosh, Float, f64::cosh),
+            /// Inverse hyperbolic sine.
             (Asinh, asinh, Float, f64::asinh),
+            /// Inverse hyperbolic cosine; NaN below 1.
             (Acosh, acosh, Float, f64::acosh),
+            /// Inverse hyperbolic tangent; NaN outside `[-1, 1]`.
             (Atanh, atanh, Float, f64::atanh),
+            /// The logistic function `1 / (1 + e^-x)`.
             (Sigmoid, sigmoid, Float, sigmoid_ref),
             /// `max(x, 0)`; NaN passes through, as PyTorch's relu.
             (Relu, relu, SameNumeric, |x| if x < 0.0 { 0.0 } else { x }),
@@ -73,15 +100,23 @@ macro_rules! unary_ops {
             (Gelu, gelu, Float, |x| 0.5 * x * libm::erfc(-x * FRAC_1_SQRT_2)),
             /// GELU's tanh approximation (PyTorch's `approximate="tanh"`).
             (GeluTanh, gelu_tanh, Float, gelu_tanh_ref),
+            /// The Gauss error function.
             (Erf, erf, Float, libm::erf),
+            /// Largest integer not above `x`.
             (Floor, floor, Rounding, f64::floor),
+            /// Smallest integer not below `x`.
             (Ceil, ceil, Rounding, f64::ceil),
             /// Round half to even, as NumPy's `round` / `rint`.
             (Round, round, Rounding, f64::round_ties_even),
+            /// `x` rounded toward zero.
             (Trunc, trunc, Rounding, f64::trunc),
+            /// True where `x` is zero (or false).
             (LogicalNot, logical_not, Predicate, |x| x == 0.0),
+            /// True where `x` is NaN.
             (IsNan, isnan, Predicate, f64::is_nan),
+            /// True where `x` is positive or negative infinity.
             (IsInf, isinf, Predicate, f64::is_infinite),
+            /// True where `x` is neither infinite nor NaN.
             (IsFinite, isfinite, Predicate, f64::is_finite),
             /// True where the sign bit is set: negatives, -0.0 and NaNs with the bit (Array API).
             (SignBit, signbit, Predicate, f64::is_sign_negative),
@@ -106,10 +141,15 @@ macro_rules! unary_ops {
 macro_rules! binary_ops {
     ($($cb:ident)::+ $({ $($args:tt)* })?) => {
         $($cb)::+! { [$($($args)*)?]
+            /// `a + b`.
             (Add, add, Arith, |a, b| a + b, add_scalar, [], [add_assign, add_scalar_assign]),
+            /// `a - b`.
             (Sub, sub, Arith, |a, b| a - b, sub_scalar, [rsub_scalar], [sub_assign, sub_scalar_assign]),
+            /// `a * b`.
             (Mul, mul, Arith, |a, b| a * b, mul_scalar, [], [mul_assign, mul_scalar_assign]),
+            /// True division `a / b`, always in a float dtype.
             (Div, div, Float, |a, b| a / b, div_scalar, [rdiv_scalar], [div_assign, div_scalar_assign]),
+            /// `a` raised to the power `b`.
             (Pow, pow, Arith, f64::powf, pow_scalar, [rpow_scalar], [pow_assign, pow_scalar_assign]),
             /// NaN propagates, as NumPy's `maximum`.
             (Maximum, maximum, Arith, maximum_ref, maximum_scalar, [],
@@ -125,21 +165,34 @@ macro_rules! binary_ops {
             /// divisor and wrap `MIN // -1` to `MIN`.
             (FloorDiv, floor_divide, Arith, float_floor_divide, floor_divide_scalar,
                 [rfloor_divide_scalar], [floor_divide_assign, floor_divide_scalar_assign]),
+            /// Angle in radians of the point `(b, a)`: `atan(a / b)` with the quadrant from both signs.
             (Atan2, atan2, Float, f64::atan2, atan2_scalar, [ratan2_scalar], []),
+            /// True where `a == b`.
             (Eq, eq, Compare, |a, b| a == b, eq_scalar, [], []),
+            /// True where `a != b` (and where either is NaN).
             (Ne, ne, Compare, |a, b| a != b, ne_scalar, [], []),
+            /// True where `a < b`.
             (Lt, lt, Compare, |a, b| a < b, lt_scalar, [], []),
+            /// True where `a <= b`.
             (Le, le, Compare, |a, b| a <= b, le_scalar, [], []),
+            /// True where `a > b`.
             (Gt, gt, Compare, |a, b| a > b, gt_scalar, [], []),
+            /// True where `a >= b`.
             (Ge, ge, Compare, |a, b| a >= b, ge_scalar, [], []),
+            /// True where both operands are non-zero.
             (LogicalAnd, logical_and, Logical, |a, b| a != 0.0 && b != 0.0, logical_and_scalar, [], []),
+            /// True where either operand is non-zero.
             (LogicalOr, logical_or, Logical, |a, b| a != 0.0 || b != 0.0, logical_or_scalar, [], []),
+            /// True where exactly one operand is non-zero.
             (LogicalXor, logical_xor, Logical, |a, b| (a != 0.0) != (b != 0.0), logical_xor_scalar,
                 [], []),
+            /// Bitwise AND (logical AND for bool).
             (BitAnd, bitwise_and, Bitwise, |a, b| (a as i64 & b as i64) as f64, bitwise_and_scalar,
                 [], []),
+            /// Bitwise OR (logical OR for bool).
             (BitOr, bitwise_or, Bitwise, |a, b| (a as i64 | b as i64) as f64, bitwise_or_scalar,
                 [], []),
+            /// Bitwise XOR (logical XOR for bool).
             (BitXor, bitwise_xor, Bitwise, |a, b| (a as i64 ^ b as i64) as f64, bitwise_xor_scalar,
                 [], []),
             /// `a << b`; shifts of the width or more (or negative) give 0, as NumPy.
@@ -390,10 +443,12 @@ impl BinaryOp {
         BinaryOp::ALL.into_iter().find(|b| b.name() == name)
     }
 
+    /// Whether the op compares its operands (`eq`, `lt`, ...) and so returns bool.
     pub fn is_comparison(self) -> bool {
         self.kind() == BinaryKind::Compare
     }
 
+    /// Whether the op combines truth values (`logical_and`, `logical_or`, `logical_xor`).
     pub fn is_logical(self) -> bool {
         self.kind() == BinaryKind::Logical
     }
@@ -481,19 +536,29 @@ pub fn float_floor_divide(a: f64, b: f64) -> f64 {
     }
 }
 
+/// A reduction that folds the elements along some axes with one op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// The sum of the elements (0 for none).
     Sum,
+    /// The product of the elements (1 for none).
     Prod,
+    /// The largest element.
     Max,
+    /// The smallest element.
     Min,
+    /// The index (i64) of the first largest of the reduced elements (NaN counts as largest).
     ArgMax,
+    /// The index (i64) of the first smallest of the reduced elements.
     ArgMin,
+    /// True if any element is non-zero.
     Any,
+    /// True if every element is non-zero (true for none).
     All,
 }
 
 impl ReduceOp {
+    /// Every reduction op, in declaration order.
     pub const ALL: [ReduceOp; 8] = [
         ReduceOp::Sum,
         ReduceOp::Prod,
@@ -505,6 +570,7 @@ impl ReduceOp {
         ReduceOp::All,
     ];
 
+    /// The op's name (`"sum"`, `"argmax"`, ...), as errors print it.
     pub fn name(self) -> &'static str {
         use ReduceOp::*;
         match self {

@@ -4,6 +4,8 @@
 
 use crate::layout::Layout;
 
+/// A strided loop over one or more operands of one shape, coalesced to as few dims as the
+/// operands' strides allow; kernels walk it with [`Runs`](crate::Runs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopPlan {
     /// Coalesced shape, outermost first. Empty for a single element; `[0]` for no elements.
@@ -82,9 +84,11 @@ impl LoopPlan {
         plan
     }
 
+    /// The number of elements the loop visits: the product of `shape`.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
+    /// The number of loop dims after coalescing (0 for a single element).
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }

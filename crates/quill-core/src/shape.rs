@@ -104,6 +104,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     Ok(out)
 }
 
+/// Copies `shape` into a [`Dims`], the form errors print it in.
 pub fn dims(shape: &[usize]) -> Dims {
     shape.into()
 }

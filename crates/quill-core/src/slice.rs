@@ -13,8 +13,11 @@ pub enum SliceArg {
     Index(isize),
     /// `start..stop;step`: `None` bounds default by the sign of `step`, as in Python.
     Range {
+        /// First position (inclusive; negative counts from the end), clamped to the axis.
         start: Option<isize>,
+        /// End position (exclusive; negative counts from the end), clamped to the axis.
         stop: Option<isize>,
+        /// Distance between selected positions; negative walks backwards, 0 is an error.
         step: isize,
     },
     /// Inserts an axis of size 1.
@@ -31,12 +34,14 @@ pub struct NewAxis;
 pub struct Ellipsis;
 
 impl SliceArg {
+    /// The whole axis, `..` (Python's `:`).
     pub const FULL: SliceArg = SliceArg::Range {
         start: None,
         stop: None,
         step: 1,
     };
 
+    /// Builds [`SliceArg::Range`] from its three parts, unchecked (`slice` validates it).
     pub fn range(start: Option<isize>, stop: Option<isize>, step: isize) -> SliceArg {
         SliceArg::Range { start, stop, step }
     }
