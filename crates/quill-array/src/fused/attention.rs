@@ -5,7 +5,7 @@
 //! batched matmuls and a logsumexp, on any device (a GPU runs it on its own matmul and
 //! elementwise kernels instead of copying to the host).
 
-use super::{run, FusedKind, FusedOp};
+use super::{floats, run, FusedKind, FusedOp};
 use crate::backend::Storage;
 use crate::ndarray::{check_alloc, prepared, Reads};
 use crate::NDArray;
@@ -14,11 +14,6 @@ use quill_cpu::attention;
 
 const OP: &str = "scaled_dot_product_attention";
 const BOP: &str = "scaled_dot_product_attention_backward";
-
-/// The float dtypes the CPU kernel takes (f16 and bf16 computed in f32).
-fn floats(d: DType) -> bool {
-    d.is_float()
-}
 
 /// The forward's registry entry.
 pub(crate) const FORWARD: FusedKind = FusedKind {

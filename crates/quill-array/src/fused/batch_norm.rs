@@ -6,17 +6,12 @@
 //! backward recomputes the mean from `x`: the forward's mean rounded to x's dtype would lose
 //! `sum(g * (x - mean))` to cancellation when |mean| >> std.
 
-use super::{run, FusedKind, FusedOp};
+use super::{floats, run, FusedKind, FusedOp};
 use crate::backend::Storage;
 use crate::ndarray::{check_alloc, compute_dtype, prepared, Reads};
 use crate::NDArray;
 use quill_core::{DType, Error, NormDims, Result};
 use quill_cpu::batchnorm;
-
-/// The float dtypes the CPU kernel takes (f16 and bf16 computed in f32).
-fn floats(d: DType) -> bool {
-    d.is_float()
-}
 
 /// The forward's registry entry.
 pub(crate) const FORWARD: FusedKind = FusedKind {

@@ -5,17 +5,12 @@
 //! view of the padded input per kernel offset, and one matmul per group (a GPU runs them on its
 //! own kernels instead of copying to the host).
 
-use super::{run, FusedKind, FusedOp};
+use super::{check_implied, compute_of, floats, run, FusedKind, FusedOp};
 use crate::backend::Storage;
 use crate::ndarray::{check_alloc, compute_dtype, prepared, Reads};
 use crate::NDArray;
-use quill_core::{s, Conv2dSpec, ConvDims, DType, Error, Result, SliceArg};
+use quill_core::{s, Conv2dSpec, ConvDims, DType, Result, SliceArg};
 use quill_cpu::conv;
-
-/// The float dtypes the CPU kernels take (f16 and bf16 computed in f32).
-fn floats(d: DType) -> bool {
-    d.is_float()
-}
 
 /// The forward's registry entry.
 pub(crate) const FORWARD: FusedKind = FusedKind {
@@ -41,19 +36,6 @@ pub(crate) const BACKWARD_WEIGHT: FusedKind = FusedKind {
     composite: &["compact", "matmul", "assign", "astype"],
 };
 
-/// Errors unless `got` is `want` (the shape the forward's sizes imply).
-fn check_shape(op: &'static str, what: &str, got: &[usize], want: &[usize]) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::ShapeMismatch {
-        op,
-        lhs: got.into(),
-        rhs: want.into(),
-        hint: format!(" ({what} must have the shape the convolution implies)"),
-    })
-}
-
 /// Runs a CPU kernel on two operands made contiguous in the compute dtype and wraps its
 /// result as a fresh array of `shape` in `out_dtype`.
 fn on_cpu(
@@ -77,15 +59,6 @@ fn on_cpu(
         )?
     };
     NDArray::fresh(Storage::Cpu(s), shape)?.astype_if(out_dtype)
-}
-
-/// The composites' arithmetic dtype: f64 for f64, f32 otherwise (as the kernels).
-fn compute_of(d: DType) -> DType {
-    if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
 }
 
 /// Kernel offset (i, j)'s view of the padded input `xp` (N, C, Hp, Wp): the (N, C, Ho, Wo)
@@ -217,7 +190,13 @@ impl FusedOp for BackwardInput {
     fn check(&self, i: &[&NDArray]) -> Result<()> {
         let op = BACKWARD_INPUT.name;
         let d = ConvDims::new(op, &self.input_shape, i[1].shape(), self.spec)?;
-        check_shape(op, "grad", i[0].shape(), &d.output_shape())?;
+        check_implied(
+            op,
+            "grad",
+            i[0].shape(),
+            &d.output_shape(),
+            "the convolution",
+        )?;
         compute_dtype(op, i[0], i[1]).map(|_| ())
     }
     fn composite(&self, i: &[&NDArray]) -> Result<NDArray> {
@@ -287,7 +266,13 @@ impl FusedOp for BackwardWeight {
     fn check(&self, i: &[&NDArray]) -> Result<()> {
         let op = BACKWARD_WEIGHT.name;
         let d = ConvDims::new(op, i[0].shape(), &self.weight_shape, self.spec)?;
-        check_shape(op, "grad", i[1].shape(), &d.output_shape())?;
+        check_implied(
+            op,
+            "grad",
+            i[1].shape(),
+            &d.output_shape(),
+            "the convolution",
+        )?;
         compute_dtype(op, i[0], i[1]).map(|_| ())
     }
     fn composite(&self, i: &[&NDArray]) -> Result<NDArray> {

@@ -4,7 +4,7 @@
 //! statistics are each row's mean and `1 / sqrt(var + eps)` (biased variance), shape
 //! (..., 1).
 
-use super::{f32_f64, none, run, FusedKind, FusedOp};
+use super::{f32_f64, none, row_shape, run, FusedKind, FusedOp};
 use crate::NDArray;
 use quill_core::{Error, Result};
 use quill_cpu::fused::{layer_norm as kernel, Float};
@@ -41,15 +41,6 @@ fn check(op: &'static str, x: &NDArray, w: &NDArray, b: &NDArray) -> Result<usiz
         });
     }
     Ok(d)
-}
-
-/// The shape of the per-row statistics: `x`'s with the last dim 1.
-fn row_shape(x: &NDArray) -> Vec<usize> {
-    let mut s = x.shape().to_vec();
-    if let Some(last) = s.last_mut() {
-        *last = 1;
-    }
-    s
 }
 
 struct Forward {

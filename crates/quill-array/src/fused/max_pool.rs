@@ -5,17 +5,12 @@
 //! gradient to the elements equal to its maximum, split evenly between ties (a window whose
 //! maximum is NaN passes none, as in the kernel).
 
-use super::{run, FusedKind, FusedOp};
+use super::{check_implied, compute_of, floats, run, FusedKind, FusedOp};
 use crate::backend::Storage;
 use crate::ndarray::{check_alloc, compute_dtype, prepared, Reads};
 use crate::NDArray;
-use quill_core::{DType, Error, PoolDims, Result, SliceArg};
+use quill_core::{PoolDims, Result, SliceArg};
 use quill_cpu::maxpool;
-
-/// The float dtypes the CPU kernels take (f16 and bf16 computed in f32).
-fn floats(d: DType) -> bool {
-    d.is_float()
-}
 
 /// The forward's registry entry.
 pub(crate) const FORWARD: FusedKind = FusedKind {
@@ -58,28 +53,6 @@ fn tap(x: &NDArray, d: &PoolDims, i: usize, j: usize) -> Result<NDArray> {
         span(i, d.sh, d.ho),
         span(j, d.sw, d.wo),
     ])
-}
-
-/// The composites' arithmetic dtype: f64 for f64, f32 otherwise (as the kernels).
-fn compute_of(d: DType) -> DType {
-    if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
-}
-
-/// Errors unless `got` is `want`.
-fn check_shape(what: &str, got: &[usize], want: &[usize]) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::ShapeMismatch {
-        op: BACKWARD.name,
-        lhs: got.into(),
-        rhs: want.into(),
-        hint: format!(" ({what} must have the shape the pooling implies)"),
-    })
 }
 
 struct Forward {
@@ -144,8 +117,8 @@ impl FusedOp for Backward {
     fn check(&self, i: &[&NDArray]) -> Result<()> {
         let d = PoolDims::new(BACKWARD.name, i[0].shape(), self.kernel, self.stride)?;
         let want = [i[0].shape()[0], i[0].shape()[1], d.ho, d.wo];
-        check_shape("y", i[1].shape(), &want)?;
-        check_shape("grad", i[2].shape(), &want)?;
+        check_implied(BACKWARD.name, "y", i[1].shape(), &want, "the pooling")?;
+        check_implied(BACKWARD.name, "grad", i[2].shape(), &want, "the pooling")?;
         compute_dtype(BACKWARD.name, i[0], i[1])?;
         compute_dtype(BACKWARD.name, i[0], i[2]).map(|_| ())
     }

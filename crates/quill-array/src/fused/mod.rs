@@ -53,6 +53,48 @@ pub(crate) fn f32_f64(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64)
 }
 
+/// Every float dtype: the kernels that compute f16 and bf16 in f32.
+pub(crate) fn floats(d: DType) -> bool {
+    d.is_float()
+}
+
+/// The arithmetic dtype of the float kernels and composites: f64 for f64, f32 otherwise.
+pub(crate) fn compute_of(d: DType) -> DType {
+    if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// `x`'s shape with the last dim 1: the shape of per-row statistics.
+pub(crate) fn row_shape(x: &NDArray) -> Vec<usize> {
+    let mut s = x.shape().to_vec();
+    if let Some(last) = s.last_mut() {
+        *last = 1;
+    }
+    s
+}
+
+/// Errors unless `got` is `want`, the shape that `by` (the forward's sizes) implies.
+pub(crate) fn check_implied(
+    op: &'static str,
+    what: &str,
+    got: &[usize],
+    want: &[usize],
+    by: &str,
+) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::ShapeMismatch {
+        op,
+        lhs: got.into(),
+        rhs: want.into(),
+        hint: format!(" ({what} must have the shape {by} implies)"),
+    })
+}
+
 /// Every fused op. One line per op (and one per backward that is a fused op of its own).
 pub(crate) const FUSED: [&FusedKind; 15] = [
     &attention::FORWARD,

@@ -5,7 +5,7 @@
 //! composite on a GPU. The composite takes five passes forward and about eight backward. The saved statistic is each row's
 //! `1 / sqrt(mean(x^2) + eps)`, shape (..., 1).
 
-use super::{f32_f64, none, run, FusedKind, FusedOp};
+use super::{f32_f64, none, row_shape, run, FusedKind, FusedOp};
 use crate::NDArray;
 use quill_core::{DType, Error, Result};
 use quill_cpu::fused::{rms_norm as kernel, Float};
@@ -49,15 +49,6 @@ fn check(op: &'static str, x: &NDArray, w: &NDArray) -> Result<usize> {
         ));
     }
     Ok(d)
-}
-
-/// The shape of the per-row statistic: `x`'s with the last dim 1.
-fn row_shape(x: &NDArray) -> Vec<usize> {
-    let mut s = x.shape().to_vec();
-    if let Some(last) = s.last_mut() {
-        *last = 1;
-    }
-    s
 }
 
 struct Forward {

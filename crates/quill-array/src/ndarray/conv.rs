@@ -14,8 +14,7 @@ pub(crate) fn compute_dtype(op: &'static str, a: &NDArray, b: &NDArray) -> Resul
         });
     }
     match a.dtype() {
-        DType::F64 => Ok(DType::F64),
-        DType::F32 | DType::F16 | DType::BF16 => Ok(DType::F32),
+        d if d.is_float() => Ok(crate::fused::compute_of(d)),
         d => Err(Error::invalid(
             op,
             format!("needs floating-point operands, got {d}"),
