@@ -54,17 +54,21 @@ fn problem(
     scale: Option<f64>,
 ) -> Result<Problem> {
     let (sq, sk, sv) = (q.shape(), k.shape(), v.shape());
-    let shapes = format!("q {sq:?}, k {sk:?}, v {sv:?}");
+    // Formatted only for an error: this runs on every attention call, twice (check and run).
+    let shapes = || format!("q {sq:?}, k {sk:?}, v {sv:?}");
     if sq.len() < 2 || sk.len() < 2 || sv.len() < 2 {
         return Err(Error::invalid(
             OP,
-            format!("q, k and v need rank >= 2 (..., seq, dim), got {shapes}"),
+            format!(
+                "q, k and v need rank >= 2 (..., seq, dim), got {}",
+                shapes()
+            ),
         ));
     }
     if sk.len() != sq.len() || sv.len() != sq.len() {
         return Err(Error::invalid(
             OP,
-            format!("q, k and v need one rank, got {shapes}"),
+            format!("q, k and v need one rank, got {}", shapes()),
         ));
     }
     let r = sq.len();
@@ -72,7 +76,7 @@ fn problem(
         op: OP,
         lhs: sq.into(),
         rhs: sk.into(),
-        hint: format!(" ({what}; q, k, v: {shapes})"),
+        hint: format!(" ({what}; q, k, v: {})", shapes()),
     };
     if sq[..r - 2] != sk[..r - 2] || sq[..r - 2] != sv[..r - 2] {
         return Err(mismatch("the leading (batch, head) dims must be equal"));
