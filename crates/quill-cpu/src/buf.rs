@@ -5,6 +5,9 @@
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
+/// The elements of one CPU storage, viewed as a slice through `Deref` whichever way they are
+/// held. Dropping a foreign buffer releases its owner; an owned one goes back to the pool only
+/// through `CpuStorage`'s drop (`take_vec`), a bare `Buf` simply frees its vector.
 pub struct Buf<T> {
     inner: Inner<T>,
 }
@@ -48,6 +51,8 @@ impl<T> Buf<T> {
         }
     }
 
+    /// Whether the memory belongs to another library (made by [`Buf::foreign`]). Such memory
+    /// never enters the pool: [`Buf::take_vec`] gives an empty vector for it.
     pub fn is_foreign(&self) -> bool {
         matches!(self.inner, Inner::Foreign { .. })
     }

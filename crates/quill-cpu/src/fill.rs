@@ -3,6 +3,8 @@
 use crate::par::for_dst_rows;
 use quill_core::{Layout, LoopPlan};
 
+/// Writes `value` at every element `dst_l` addresses in `dst` (any strides, broadcast zeros
+/// included). `dst` must hold every offset the layout reaches; rows are split over threads.
 pub fn fill_strided<T: Copy + Send + Sync>(dst: &mut [T], dst_l: &Layout, value: T) {
     let plan = LoopPlan::new(&[dst_l]).normalize_for(0);
     if plan.numel() == 0 {

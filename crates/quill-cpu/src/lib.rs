@@ -5,6 +5,8 @@
 //! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
 //! quill-core's `Backend` trait.
 
+#![warn(missing_docs)]
+
 pub mod attention;
 mod backend;
 pub mod batchnorm;

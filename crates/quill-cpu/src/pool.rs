@@ -46,11 +46,17 @@ fn pool() -> &'static Pool {
 /// Pool statistics since start: buffers reused, buffers allocated fresh, bytes held now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
+    /// Allocations of a poolable size (256 KiB or more) served by a pooled buffer.
     pub hits: u64,
+    /// Allocations of a poolable size that found no pooled buffer and went to the allocator;
+    /// smaller ones are counted in neither.
     pub misses: u64,
+    /// Bytes held in the pool now, free for reuse (not the bytes of live arrays).
     pub held_bytes: usize,
 }
 
+/// The pool's counters now. Hits and misses only grow (`empty_cache` does not reset them):
+/// the difference of two readings measures the work between them.
 pub fn stats() -> PoolStats {
     PoolStats {
         hits: HITS.load(Ordering::Relaxed),

@@ -7,20 +7,36 @@ use half::{bf16, f16};
 use quill_core::{DType, Element, Result};
 use std::any::Any;
 
+/// A CPU array's elements: one flat buffer whose arm is its dtype. It carries no shape; a
+/// `Layout` (offset, shape, strides in elements) says which elements a view reads. Dropping it
+/// returns an owned buffer to the pool.
 #[derive(Debug)]
 pub enum CpuStorage {
+    /// `DType::F32` elements.
     F32(Buf<f32>),
+    /// `DType::F64` elements.
     F64(Buf<f64>),
+    /// `DType::F16` (IEEE binary16) elements.
     F16(Buf<f16>),
+    /// `DType::BF16` (bfloat16) elements.
     BF16(Buf<bf16>),
+    /// `DType::I32` elements.
     I32(Buf<i32>),
+    /// `DType::I64` elements.
     I64(Buf<i64>),
+    /// `DType::U8` elements.
     U8(Buf<u8>),
+    /// `DType::Bool` elements: one byte each, always 0 or 1.
     Bool(Buf<bool>),
+    /// `DType::I8` elements.
     I8(Buf<i8>),
+    /// `DType::I16` elements.
     I16(Buf<i16>),
+    /// `DType::U16` elements.
     U16(Buf<u16>),
+    /// `DType::U32` elements.
     U32(Buf<u32>),
+    /// `DType::U64` elements.
     U64(Buf<u64>),
 }
 
@@ -54,9 +70,13 @@ mod sealed {
 /// An element type the CPU backend stores. Sealed: every implementor is a primitive for which
 /// the all-zero bit pattern is a valid value (the pool relies on it).
 pub trait CpuElement: Element + sealed::Sealed {
+    /// A storage owning `v`, in this type's arm (no copy).
     fn wrap(v: Vec<Self>) -> CpuStorage;
+    /// A storage holding `b`, owned or foreign, in this type's arm (no copy).
     fn wrap_buf(b: Buf<Self>) -> CpuStorage;
+    /// The whole buffer of `s` when its arm is this type's; `None` for any other dtype.
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    /// As [`CpuElement::slice`], mutably.
     fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
 }
 
@@ -186,6 +206,7 @@ macro_rules! dispatch_dtype {
 }
 
 impl CpuStorage {
+    /// The dtype of the arm this storage is in.
     pub fn dtype(&self) -> DType {
         match self {
             CpuStorage::F32(_) => DType::F32,
@@ -204,10 +225,12 @@ impl CpuStorage {
         }
     }
 
+    /// The buffer's length in elements, which may exceed the elements any one view reads.
     pub fn len(&self) -> usize {
         with_storage!(self, v => v.len())
     }
 
+    /// Whether the buffer holds no elements (a zero-size array's storage).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -224,6 +247,8 @@ impl CpuStorage {
         Ok(dispatch_dtype!(dtype, T => T::wrap(pool::take::<T>(op, len)?)))
     }
 
+    /// A storage owning `v` (moved in, no copy). Kernels use it for outputs they built as a
+    /// vector; [`CpuStorage::from_elements`] is the form for callers holding only `Element`.
     pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {
         T::wrap(v)
     }

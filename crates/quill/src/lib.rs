@@ -14,6 +14,8 @@
 //! # Ok::<(), quill::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod check;
 pub mod data;
 pub mod io;

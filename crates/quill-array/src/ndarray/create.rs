@@ -156,7 +156,6 @@ impl NDArray {
         })
     }
 
-    /// Standard normal samples from a ChaCha8 stream seeded by `seed`. Float dtypes only.
     /// `rand` made on `device`. On a GPU the numbers come from Philox4x32-10 there (PyTorch's
     /// CUDA generator): no host work and no transfer, but a different stream from the CPU's
     /// ChaCha8 for the same seed.

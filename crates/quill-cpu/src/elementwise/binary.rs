@@ -11,15 +11,23 @@ use quill_core::{BinaryOp, Error, LoopPlan, Result};
 /// Where a binary kernel writes: `same` takes ops whose result has the operands' dtype,
 /// `test` the comparisons (bool results).
 pub trait Sink<T> {
+    /// Runs `f` over every element pair, writing `T`. `f` may be called from several threads.
     fn same(&mut self, f: impl Fn(T, T) -> T + Sync);
+    /// Runs the comparison `f` over every element pair, writing bool (or refusing, where the
+    /// destination has the operands' dtype).
     fn test(&mut self, f: impl Fn(T, T) -> bool + Sync);
 }
 
 /// Into `out[at..at + numel]`, reading operands 1 and 2 of `plan`.
 pub struct Fresh<'a, T> {
+    /// The two operands' whole buffers, indexed by the offsets `plan` gives operands 1 and 2.
     pub ab: (&'a [T], &'a [T]),
+    /// Operand 0 is the output, written in C order; 1 and 2 are `a` and `b` (any strides).
     pub plan: &'a LoopPlan,
+    /// Holds the op's result dtype (`T`, or bool for a comparison) and at least
+    /// `at + plan.numel()` elements; a wrong dtype panics.
     pub out: &'a mut CpuStorage,
+    /// The element of `out` where the result starts.
     pub at: usize,
 }
 
@@ -49,9 +57,14 @@ impl<T: CpuElement> Sink<T> for Fresh<'_, T> {
 /// `o = f(o, b)` over a contiguous destination `o` (operand 0 of `plan`) and `b` (operand 1).
 /// Comparisons cannot write in place; `test` records that and the caller reports it.
 pub struct InPlace<'a, T> {
+    /// Exactly the destination's `plan.numel()` elements, in C order; read and overwritten.
     pub o: &'a mut [T],
+    /// The second operand's whole buffer, indexed by `plan`'s offsets for operand 1; must not
+    /// alias `o`.
     pub b: &'a [T],
+    /// Operand 0 is `o` (contiguous), operand 1 is `b` (any strides, broadcast included).
     pub plan: &'a LoopPlan,
+    /// Set when the op was a comparison and nothing was written; start it `false`.
     pub refused: bool,
 }
 
@@ -70,6 +83,8 @@ impl<T: CpuElement> Sink<T> for InPlace<'_, T> {
     }
 }
 
+/// An element type with binary kernels: maps each `BinaryOp` to its function on `Self`, or to
+/// an error naming the dtype where it has none (bitwise ops on floats, `Div` on integers).
 pub trait BinaryKernel: CpuElement {
     /// Hands `op`'s elementwise function to `sink`.
     fn binary(op: BinaryOp, sink: &mut impl Sink<Self>) -> Result<()>;

@@ -93,7 +93,6 @@ pub fn binary_inplace(
     Ok(())
 }
 
-/// `op(a, b)` into a fresh contiguous buffer.
 /// `binary` for two contiguous runs of `n` elements starting at `oa` and `ob` (the common
 /// case: no layouts to merge).
 pub fn binary_flat(
@@ -112,6 +111,9 @@ pub fn binary_flat(
     Ok(out)
 }
 
+/// `op(a, b)` into a fresh contiguous buffer of the op's result dtype; the layouts share one
+/// shape (broadcast already) and the operands one dtype. Errors when the dtype has no kernel
+/// for `op`, or `b` holds another dtype than `a`.
 pub fn binary(
     op: BinaryOp,
     a: (&CpuStorage, &Layout),

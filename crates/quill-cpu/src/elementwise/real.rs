@@ -6,21 +6,39 @@ use super::math;
 use half::{bf16, f16};
 use quill_core::UnaryOp;
 
+/// The arithmetic a float kernel computes in (f32 or f64): every float `UnaryOp` and
+/// `BinaryOp` is written once against it, and each method inlines into the SIMD loop.
 pub trait Real: Copy + Send + Sync + PartialOrd + std::fmt::Debug {
     /// `op` for every float `UnaryOp` (predicates have kernels of their own).
     fn f(self, op: UnaryOp) -> Self;
+    /// IEEE `self + b` (`BinaryOp::Add`).
     fn add(self, b: Self) -> Self;
+    /// IEEE `self - b` (`BinaryOp::Sub`).
     fn sub(self, b: Self) -> Self;
+    /// IEEE `self * b` (`BinaryOp::Mul`).
     fn mul(self, b: Self) -> Self;
+    /// IEEE `self / b` (`BinaryOp::Div`): a zero divisor gives +-inf or NaN, never an error.
     fn div(self, b: Self) -> Self;
+    /// `self` to the power `b`, as std's `powf` (NaN for a negative base and a non-integral
+    /// exponent).
     fn powf(self, b: Self) -> Self;
+    /// The angle of the point `(b, self)` in radians, in `[-pi, pi]`, as std's `atan2`.
     fn atan2(self, b: Self) -> Self;
+    /// NumPy's `remainder`: the result has the sign of the divisor `b`; a zero divisor gives
+    /// NaN.
     fn rem_floor(self, b: Self) -> Self;
+    /// NumPy's `floor_divide`, consistent with [`Real::rem_floor`]; a zero divisor gives
+    /// `self / b` (+-inf or NaN).
     fn floor_div(self, b: Self) -> Self;
+    /// For `UnaryOp::IsNan`.
     fn is_nan(self) -> bool;
+    /// For `UnaryOp::IsInf`: +inf or -inf.
     fn is_infinite(self) -> bool;
+    /// For `UnaryOp::SignBit`: true for -0.0 and for NaNs with the sign bit set.
     fn is_sign_negative(self) -> bool;
+    /// For `UnaryOp::IsFinite`: neither infinite nor NaN.
     fn is_finite(self) -> bool;
+    /// For `UnaryOp::LogicalNot` of a float: true for +0.0 and -0.0 only (NaN is truthy).
     fn is_zero(self) -> bool;
 }
 
@@ -215,8 +233,12 @@ fn sigmoid64(x: f64) -> f64 {
 
 /// A float dtype and the `Real` it computes in.
 pub trait FloatElement: crate::CpuElement {
+    /// f32 for f32, f16 and bf16 (half-precision math rounds once, on the way back); f64 for
+    /// f64.
     type C: Real;
+    /// Widens to `C`, exactly.
     fn up(self) -> Self::C;
+    /// Rounds a result in `C` back to this type, to nearest (ties to even).
     fn down(c: Self::C) -> Self;
 }
 

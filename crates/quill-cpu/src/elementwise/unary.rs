@@ -26,6 +26,8 @@ fn run<T: CpuElement, U: CpuElement>(
     });
 }
 
+/// An element type with unary kernels; an op it has none for (a float function on an integer,
+/// say) is an error naming the op and the dtype.
 pub trait UnaryKernel: CpuElement {
     /// `op` over `a` (operand 1 of `plan`; operand 0 is the output) into `out` from `at`.
     /// `Self` is the op's compute dtype and `out` holds its result dtype.

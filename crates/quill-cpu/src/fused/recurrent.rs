@@ -12,9 +12,13 @@ use std::ops::{Add, Mul, Sub};
 pub trait Real:
     crate::CpuElement + Copy + PartialOrd + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self>
 {
+    /// ReLU's floor, and its gradient where the input was not positive.
     const ZERO: Self;
+    /// For the `1 - x` factors of the gate derivatives.
     const ONE: Self;
+    /// The logistic sigmoid `1 / (1 + e^-x)`, the i, f, o, r and z gates' activation.
     fn sigm(self) -> Self;
+    /// The hyperbolic tangent, the candidate and cell activation.
     fn th(self) -> Self;
 }
 
@@ -88,17 +92,27 @@ impl Cell {
 /// One step's inputs: the input projection `x` and `g = h W_hh^T` (B, G*H each), `bias`
 /// (b_hh, G*H), the previous state `hp`, `cp` (B, H; `cp` empty unless LSTM).
 pub struct StepIn<'a, R> {
+    /// This step's input projection `x_t W_ih^T + b_ih` (B, G*H), gates in PyTorch's order.
     pub x: &'a [R],
+    /// The hidden projection `h_{t-1} W_hh^T` without its bias (B, G*H).
     pub g: &'a [R],
+    /// `b_hh` (G*H), added to every row; kept apart from `g` because GRU's n gate scales it by
+    /// r along with `g`.
     pub bias: &'a [R],
+    /// The previous hidden state h_{t-1} (B, H); its length gives the batch size.
     pub hp: &'a [R],
+    /// LSTM: the previous cell state c_{t-1} (B, H); empty otherwise.
     pub cp: &'a [R],
 }
 
 /// One step's outputs: the new state and the saved values (B, saved_width * H).
 pub struct StepOut<'a, R> {
+    /// The new hidden state h_t (B, H), overwritten.
     pub h: &'a mut [R],
+    /// LSTM: the new cell state c_t (B, H), overwritten; empty otherwise.
     pub c: &'a mut [R],
+    /// The values the backward needs (B, saved_width * H), in [`Cell::saved_width`]'s order;
+    /// empty for RNN.
     pub saved: &'a mut [R],
 }
 
@@ -189,10 +203,14 @@ pub struct GradIn<'a, R> {
     pub dh: &'a [R],
     /// LSTM: dL/dc_t from the output (B, H); empty otherwise.
     pub dc_out: &'a [R],
-    /// The new state h_t (RNN), the previous states h_{t-1} (GRU) and c_{t-1} (LSTM).
+    /// The new state h_t (B, H); RNN reads it (its activation's derivative is a function of
+    /// the output).
     pub h: &'a [R],
+    /// The previous state h_{t-1} (B, H); GRU reads it.
     pub hp: &'a [R],
+    /// LSTM: the previous cell state c_{t-1} (B, H); empty otherwise.
     pub cp: &'a [R],
+    /// What this step's forward saved in [`StepOut::saved`] (B, saved_width * H).
     pub saved: &'a [R],
 }
 

@@ -8,8 +8,11 @@ use std::sync::OnceLock;
 /// whole shared cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheSizes {
+    /// Level-1 data cache; sizes the depth block (KC), so a B micro-panel stays in L1.
     pub l1d: usize,
+    /// Level-2 cache; sizes the packed A block (MC rows).
     pub l2: usize,
+    /// Level-3 cache, all of it; sizes the packed B block (NC columns).
     pub l3: usize,
 }
 

@@ -74,8 +74,11 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Every family, fastest first ([`Kernel::best`] takes the first one available).
     pub const ALL: [Kernel; 4] = [Kernel::Amx, Kernel::Avx512, Kernel::Avx2, Kernel::Generic];
 
+    /// Whether this CPU (and, for AMX, the OS, which must grant the tile state) can run the
+    /// family. Always false off x86-64 except for `Generic`.
     pub fn is_available(self) -> bool {
         match self {
             Kernel::Amx => super::amx::available(),
@@ -137,6 +140,8 @@ impl Kernel {
         Ok(here)
     }
 
+    /// The kernel whose [`Kernel::name`] is `s`, ignoring ASCII case (how
+    /// `QUILL_MATMUL_KERNEL` is read); `None` for any other string.
     pub fn parse(s: &str) -> Option<Kernel> {
         Kernel::ALL
             .into_iter()

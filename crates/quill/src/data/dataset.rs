@@ -11,6 +11,7 @@ pub trait Dataset: Send + Sync {
     /// Number of samples.
     fn len(&self) -> usize;
 
+    /// Whether the dataset has no samples; a loader over it yields no batches.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -62,10 +63,12 @@ impl TensorDataset {
         })
     }
 
+    /// All inputs, sample axis first, as stored (made contiguous by [`TensorDataset::new`]).
     pub fn inputs(&self) -> &NDArray {
         &self.inputs
     }
 
+    /// All targets, sample axis first, row `i` paired with row `i` of [`TensorDataset::inputs`].
     pub fn targets(&self) -> &NDArray {
         &self.targets
     }

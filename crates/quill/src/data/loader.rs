@@ -96,10 +96,12 @@ impl DataLoader {
         self
     }
 
+    /// The dataset batches are drawn from; cloning the `Arc` shares it with another loader.
     pub fn dataset(&self) -> &Arc<dyn Dataset> {
         &self.dataset
     }
 
+    /// Samples per batch; the last batch of an epoch may hold fewer unless `drop_last` is on.
     pub fn batch_size(&self) -> usize {
         self.batch_size
     }
@@ -114,6 +116,8 @@ impl DataLoader {
         }
     }
 
+    /// Whether an epoch yields no batches (an empty dataset, or fewer samples than `batch_size`
+    /// with `drop_last` on).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

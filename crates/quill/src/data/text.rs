@@ -25,6 +25,7 @@ pub struct Dictionary {
 }
 
 impl Dictionary {
+    /// An empty vocabulary; the first word added gets id 0.
     pub fn new() -> Dictionary {
         Dictionary::default()
     }
@@ -50,10 +51,13 @@ impl Dictionary {
         self.idx2word.get(i).map(String::as_str)
     }
 
+    /// Number of distinct tokens, which is also the next free id (the vocabulary size a model's
+    /// embedding and output layer need).
     pub fn len(&self) -> usize {
         self.idx2word.len()
     }
 
+    /// Whether no token has been added yet.
     pub fn is_empty(&self) -> bool {
         self.idx2word.is_empty()
     }
@@ -85,10 +89,13 @@ impl Tokenizer {
 /// A tokenised corpus: one dictionary shared by the splits.
 #[derive(Clone, Debug)]
 pub struct Corpus {
+    /// Every token seen in any split, so ids in all three splits index one vocabulary.
     pub dictionary: Dictionary,
+    /// Token ids of `train.txt`, in reading order (feed to [`batchify`]).
     pub train: Vec<usize>,
     /// Empty when the directory has no `valid.txt`.
     pub valid: Vec<usize>,
+    /// Token ids of `test.txt`, in reading order.
     pub test: Vec<usize>,
     /// True when `SHA256SUMS` listed every file read and all digests matched.
     pub verified: bool,

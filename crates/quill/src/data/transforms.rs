@@ -13,6 +13,8 @@ use rand_chacha::ChaCha8Rng;
 /// A transform of a batch of images. `rng` is the stream for this batch's random choices; the
 /// random transforms draw per image, in batch order, as their docs say.
 pub trait Transform: Send + Sync {
+    /// The transformed batch, with the shape of `images`. Errors on a shape the transform cannot
+    /// read as images or a dtype it does not handle (the built-in ones take f32 only).
     fn apply(&self, images: &NDArray, rng: &mut ChaCha8Rng) -> Result<NDArray>;
 }
 
@@ -56,6 +58,9 @@ pub struct Normalize {
 }
 
 impl Normalize {
+    /// Per-channel statistics, one `mean` and one `std` per channel, or one of each for all
+    /// channels. Errors when the lengths differ or are zero, or when a `std` is not finite and
+    /// positive (it is a divisor). The channel count is checked against each batch in `apply`.
     pub fn new(mean: &[f32], std: &[f32]) -> Result<Normalize> {
         const OP: &str = "Normalize::new";
         if mean.is_empty() || mean.len() != std.len() {
@@ -107,10 +112,13 @@ impl Transform for Normalize {
 /// then the column offset, each uniform in `0..=2 * padding`; all channels share them.
 #[derive(Debug, Clone, Copy)]
 pub struct RandomCrop {
+    /// Zeros added on each side, in pixels; also the largest shift of the crop from centre.
     pub padding: usize,
 }
 
 impl RandomCrop {
+    /// A crop that shifts each image by up to `padding` pixels in each direction; 0 leaves
+    /// images unchanged.
     pub fn new(padding: usize) -> RandomCrop {
         RandomCrop { padding }
     }
@@ -153,10 +161,13 @@ impl Transform for RandomCrop {
 /// (always, whatever `p`), flipping when it is `< p`.
 #[derive(Debug, Clone, Copy)]
 pub struct RandomHorizontalFlip {
+    /// Probability of flipping each image; not checked, so `p <= 0` never flips and `p >= 1`
+    /// always does.
     pub p: f64,
 }
 
 impl RandomHorizontalFlip {
+    /// A flip with probability `p` per image (0.5 is the usual choice).
     pub fn new(p: f64) -> RandomHorizontalFlip {
         RandomHorizontalFlip { p }
     }

@@ -25,7 +25,9 @@ activation!(
     ReLU => |x| x.relu(),
     /// Exact GELU (through erf).
     GELU => |x| x.gelu(),
+    /// tanh(x), element-wise; output in (-1, 1).
     Tanh => |x| x.tanh(),
+    /// 1 / (1 + exp(-x)), element-wise; output in (0, 1).
     Sigmoid => |x| x.sigmoid(),
     /// Returns its input.
     Identity => |x| Ok(x.clone()),
@@ -36,6 +38,7 @@ activation!(
 /// Softmax along `axis`.
 #[derive(Clone, Copy, Debug)]
 pub struct Softmax {
+    /// The axis whose entries sum to 1; negative counts from the last (-1 for class logits).
     pub axis: isize,
 }
 

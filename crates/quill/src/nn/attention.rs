@@ -15,12 +15,15 @@ use std::cell::Cell;
 /// `p = 0`) it runs the fused kernel and returns no probabilities; with dropout in training it
 /// runs the composite path (dropout on the probabilities) and returns them.
 pub struct MultiHeadAttention {
+    /// Mask so that query `i` attends only to keys `j <= i` (top-left aligned).
     pub causal: bool,
     dropout: Dropout,
     training: Cell<bool>,
 }
 
 impl MultiHeadAttention {
+    /// Attention with dropout rate `dropout` on the probabilities (masks seeded by `seed`), in
+    /// training mode. Errors when `dropout` is not in [0, 1].
     pub fn new(dropout: f64, causal: bool, seed: u64) -> Result<MultiHeadAttention> {
         Ok(MultiHeadAttention {
             causal,
@@ -80,13 +83,22 @@ pub(crate) fn layer_norm(dim: usize, dtype: DType) -> Result<LayerNorm> {
 /// projection to `num_head * dim_head` features split into heads, `MultiHeadAttention`, and
 /// a bias-free projection to `out_features`.
 pub struct AttentionLayer {
+    /// LayerNorms applied to q, k and v (in that order) before projection; `None` for a
+    /// post-norm layer, whose caller normalises instead.
     pub prenorm: Option<[LayerNorm; 3]>,
+    /// q features -> `num_head * dim_head`, no bias.
     pub q_projection: Linear,
+    /// k features -> `num_head * dim_head`, no bias.
     pub k_projection: Linear,
+    /// v features -> `num_head * dim_head`, no bias.
     pub v_projection: Linear,
+    /// `num_head * dim_head` -> out features, no bias.
     pub out_projection: Linear,
+    /// The attention over the split heads, which holds the causal flag and the dropout.
     pub attn: MultiHeadAttention,
+    /// Number of heads H the projections are split into.
     pub num_head: usize,
+    /// Features per head D; the attention scores are scaled by 1 / sqrt(D).
     pub dim_head: usize,
 }
 

@@ -9,10 +9,13 @@ use quill_core::Result;
 /// inside that layer's op, with the same values and gradients.
 #[derive(Default)]
 pub struct Sequential {
+    /// The modules, run first to last; a layer's index is its parameter-name prefix, so
+    /// reordering them breaks loading an older checkpoint.
     pub layers: Vec<Box<dyn Module>>,
 }
 
 impl Sequential {
+    /// An empty container, the identity until layers are added with [`Sequential::add`].
     pub fn new() -> Sequential {
         Sequential::default()
     }
@@ -63,10 +66,12 @@ impl Module for Sequential {
 
 /// `x + f(x)`; parameters are named `"fn.*"` as needle's Residual.
 pub struct Residual {
+    /// `f`; its output is added to its input, so it should keep the input's shape.
     pub inner: Box<dyn Module>,
 }
 
 impl Residual {
+    /// Wraps `inner` as `x + inner(x)`.
     pub fn new(inner: impl Module + 'static) -> Residual {
         Residual {
             inner: Box::new(inner),

@@ -51,10 +51,16 @@ pub(crate) fn check_positive(op: &'static str, pairs: &[(&str, (usize, usize))])
 
 /// A 2-D convolution layer: `weight` (out_c, in_c / groups, kh, kw), optional `bias` (out_c).
 pub struct Conv2d {
+    /// The filters, (out_c, in_c / groups, kh, kw).
     pub weight: Tensor,
+    /// Added per output channel, (out_c); `None` when built without bias (as before a
+    /// BatchNorm, which would cancel it).
     pub bias: Option<Tensor>,
+    /// Step of the window in (rows, columns).
     pub stride: (usize, usize),
+    /// Zeros added on each side in (rows, columns).
     pub padding: (usize, usize),
+    /// Spacing between kernel taps in (rows, columns); 1 is a dense kernel.
     pub dilation: (usize, usize),
     /// Channel groups (1: every output channel sees every input channel; `in_c`: depthwise).
     pub groups: usize,

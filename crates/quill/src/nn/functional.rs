@@ -7,9 +7,13 @@ use quill_core::{DType, Error, Result};
 /// How a loss combines its per-sample values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Reduction {
+    /// The mean over all elements, a scalar (the default): the loss scale does not grow with
+    /// the batch size.
     #[default]
     Mean,
+    /// The sum over all elements, a scalar.
     Sum,
+    /// No reduction: one loss per sample (or per element for element-wise losses).
     None,
 }
 

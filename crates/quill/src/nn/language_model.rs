@@ -11,9 +11,13 @@ use quill_core::{Error, Result};
 /// Which sequence model sits between the embedding and the output layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SeqKind {
+    /// An Elman [`RNN`] with tanh.
     RnnTanh,
+    /// An Elman [`RNN`] with ReLU.
     RnnRelu,
+    /// An [`LSTM`]; its state is `[h, c]`.
     Lstm,
+    /// A [`GRU`]; its state is `[h]`.
     Gru,
     /// A causal, pre-norm Transformer with a learned positional embedding; heads of 32 (or
     /// fewer when the embedding is smaller). It carries no state between windows.
@@ -39,9 +43,15 @@ enum Body {
     Transformer(Transformer),
 }
 
+/// needle's language model (word or character level): ids (seq_len, batch) -> logits
+/// (seq_len * batch, vocab) for the next token at every position. Parameters are named
+/// `embedding.*`, `seq_model.*` and `linear.*`, as needle's.
 pub struct LanguageModel {
+    /// Token vectors (vocab, embedding_size).
     pub embedding: Embedding,
     body: Body,
+    /// The output layer, sequence-model width -> vocab, giving unnormalised logits (pair with
+    /// cross-entropy).
     pub linear: Linear,
     vocab: usize,
 }
@@ -169,6 +179,8 @@ impl LanguageModel {
         Ok((logits, next))
     }
 
+    /// The vocabulary size: the number of embedding rows and of logit columns. Ids must be below
+    /// it.
     pub fn vocab(&self) -> usize {
         self.vocab
     }

@@ -9,15 +9,22 @@ use quill_core::{DType, Error, Result};
 /// `y = x @ weight + bias`, weight stored (in, out). PyTorch's default init: uniform in
 /// ±1/sqrt(in) for both weight and bias.
 pub struct Linear {
+    /// (in_features, out_features): transposed from PyTorch's (out, in), so forward is a plain
+    /// `x @ weight` with no transpose. Mind this when loading PyTorch weights.
     pub weight: Tensor,
+    /// (out_features), broadcast over the leading dims; `None` for a bias-free layer.
     pub bias: Option<Tensor>,
 }
 
 impl Linear {
+    /// An f32 layer from `inputs` to `outputs` features, with a bias when `bias`; `seed` fixes
+    /// the init. Inputs are (..., inputs); any other last dim is a `ShapeMismatch` in forward.
     pub fn new(inputs: usize, outputs: usize, bias: bool, seed: u64) -> Result<Linear> {
         Linear::with_dtype(inputs, outputs, bias, seed, DType::F32)
     }
 
+    /// As [`Linear::new`] with parameters of `dtype` (f16 or bf16 for mixed-precision models).
+    /// Errors for a non-float `dtype`, since parameters must be able to require gradients.
     pub fn with_dtype(
         inputs: usize,
         outputs: usize,
@@ -66,6 +73,7 @@ impl Module for Linear {
 
 /// A lookup table: integer indices of any shape -> their rows of `weight` (num, dim).
 pub struct Embedding {
+    /// The table, (num, dim): row `i` is the vector of id `i`.
     pub weight: Tensor,
 }
 

@@ -6,7 +6,12 @@ use crate::tensor::Tensor;
 use crate::NDArray;
 use quill_core::{Error, Result};
 
+/// A layer or model. Every method takes `&self`: parameters are shared `Tensor` handles updated
+/// in place by optimizers, and the train / eval mode sits in a `Cell`, so a model can be used
+/// while an optimizer holds its parameters. Layers are built in training mode.
 pub trait Module {
+    /// The layer applied to `x`; shapes are the implementor's (see its docs). Errors on an input
+    /// of the wrong rank, size or dtype.
     fn forward(&self, x: &Tensor) -> Result<Tensor>;
 
     /// Trainable parameters with dotted names (`"0.weight"`), in a fixed order.
@@ -34,6 +39,8 @@ pub trait Module {
         false
     }
 
+    /// The trainable parameters without their names, in `named_parameters` order: what an
+    /// optimizer is built over.
     fn parameters(&self) -> Vec<Tensor> {
         self.named_parameters()
             .into_iter()
@@ -41,10 +48,13 @@ pub trait Module {
             .collect()
     }
 
+    /// Training mode: dropout active, BatchNorm on batch statistics (updating its running ones).
     fn train(&self) {
         self.set_training(true)
     }
 
+    /// Evaluation mode: dropout off, BatchNorm on its running statistics, so outputs are
+    /// deterministic and one sample does not depend on the rest of its batch.
     fn eval(&self) {
         self.set_training(false)
     }

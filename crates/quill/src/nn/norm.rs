@@ -11,11 +11,19 @@ use std::cell::Cell;
 /// for `new_2d`. `running = (1 - momentum) * running + momentum * batch`, the batch variance
 /// unbiased as PyTorch's, or biased (needle's BatchNorm1d) with `unbiased_running_var = false`.
 pub struct BatchNorm {
+    /// Per-channel scale (C), ones at first; a trained parameter.
     pub weight: Tensor,
+    /// Per-channel shift (C), zeros at first; a trained parameter.
     pub bias: Tensor,
+    /// Running mean (C), zeros at first: a buffer, updated in training and used in eval.
     pub running_mean: Tensor,
+    /// Running variance (C), ones at first: a buffer, updated in training and used in eval.
     pub running_var: Tensor,
+    /// Added to the variance before the square root so a constant channel does not divide by
+    /// zero; 1e-5.
     pub eps: f64,
+    /// Weight of the current batch in the running statistics (PyTorch's convention, not
+    /// Keras's); 0.1.
     pub momentum: f64,
     /// Whether the running variance takes the unbiased batch variance (PyTorch, the default)
     /// or the biased one that normalised the batch (needle's BatchNorm1d).
@@ -24,13 +32,20 @@ pub struct BatchNorm {
     training: Cell<bool>,
 }
 
+/// PyTorch's name for a [`BatchNorm`] over (N, C) inputs; build it with [`BatchNorm::new_1d`].
 pub type BatchNorm1d = BatchNorm;
+/// PyTorch's name for a [`BatchNorm`] over (N, C, H, W) inputs; build it with
+/// [`BatchNorm::new_2d`].
 pub type BatchNorm2d = BatchNorm;
 
 impl BatchNorm {
+    /// Batch norm over (N, C) inputs with `channels` = C: f32 parameters, eps 1e-5, momentum
+    /// 0.1, in training mode. Any other rank or channel count is a `ShapeMismatch` in forward.
     pub fn new_1d(channels: usize) -> Result<BatchNorm> {
         BatchNorm::new(channels, 2)
     }
+    /// Batch norm over (N, C, H, W) inputs with `channels` = C, statistics taken over N, H and
+    /// W; defaults as [`BatchNorm::new_1d`].
     pub fn new_2d(channels: usize) -> Result<BatchNorm> {
         BatchNorm::new(channels, 4)
     }
@@ -146,12 +161,17 @@ impl Module for BatchNorm {
 
 /// Normalises over the last dim (biased variance), then scales and shifts.
 pub struct LayerNorm {
+    /// The scale, (D), ones at first.
     pub weight: Tensor,
+    /// The shift, (D), zeros at first.
     pub bias: Tensor,
+    /// Added to the variance before the square root; 1e-5 (PyTorch's default).
     pub eps: f64,
 }
 
 impl LayerNorm {
+    /// A layer norm over a last dim of `dim` values, in f32. An input whose last dim is not
+    /// `dim` is a `ShapeMismatch` in forward.
     pub fn new(dim: usize) -> Result<LayerNorm> {
         Ok(LayerNorm {
             weight: Tensor::from_array(NDArray::ones(&[dim], DType::F32)?, true)?,
@@ -223,6 +243,8 @@ impl Module for RMSNorm {
 /// the identity in eval. The mask of the k-th call comes from `seed` and k, and k is a buffer
 /// (`"calls"`), so a resumed checkpoint draws the same masks as an uninterrupted run.
 pub struct Dropout {
+    /// Probability of zeroing an element, in [0, 1]; checked by [`Dropout::new`], not when
+    /// assigned directly.
     pub p: f64,
     seed: u64,
     calls: Tensor,
@@ -230,6 +252,8 @@ pub struct Dropout {
 }
 
 impl Dropout {
+    /// Dropout with rate `p`, in training mode, its masks seeded by `seed`. Errors when `p` is
+    /// not in [0, 1] (NaN included).
     pub fn new(p: f64, seed: u64) -> Result<Dropout> {
         crate::check::probability("Dropout", "p", p)?;
         Ok(Dropout {

@@ -89,7 +89,10 @@ fn pool(
 /// Max over each `kernel` window, windows `stride` apart.
 #[derive(Clone, Copy, Debug)]
 pub struct MaxPool2d {
+    /// Window size in (rows, columns), each at least 1.
     pub kernel: (usize, usize),
+    /// Distance between window starts in (rows, columns); equal to `kernel` for the usual
+    /// non-overlapping pooling.
     pub stride: (usize, usize),
 }
 
@@ -132,7 +135,10 @@ impl Module for MaxPool2d {
 /// Mean over each `kernel` window, windows `stride` apart.
 #[derive(Clone, Copy, Debug)]
 pub struct AvgPool2d {
+    /// Window size in (rows, columns), each at least 1.
     pub kernel: (usize, usize),
+    /// Distance between window starts in (rows, columns); equal to `kernel` for the usual
+    /// non-overlapping pooling, which is also the fast path (one copy, no gather).
     pub stride: (usize, usize),
 }
 

@@ -13,7 +13,9 @@ use quill_core::{DType, Error, Result, SliceArg};
 /// The activation of a plain (Elman) RNN cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Nonlinearity {
+    /// tanh: a bounded state, PyTorch's default.
     Tanh,
+    /// max(x, 0): an unbounded state, which may blow up over long sequences.
     Relu,
 }
 
@@ -40,9 +42,14 @@ impl CellKind {
 /// `weight_hh` (G*H, H), `bias_ih` and `bias_hh` (G*H), with G the gate count (1 for RNN,
 /// 4 for LSTM in the order i, f, g, o, 3 for GRU in the order r, z, n).
 pub struct RecurrentParams {
+    /// Input-to-hidden weights (G*H, I), applied to the whole sequence in one matmul.
     pub weight_ih: Tensor,
+    /// Hidden-to-hidden weights (G*H, H), applied at every step.
     pub weight_hh: Tensor,
+    /// Input-side bias (G*H); `None` for a bias-free layer.
     pub bias_ih: Option<Tensor>,
+    /// Hidden-side bias (G*H), kept apart from `bias_ih` as PyTorch does (it matters for GRU's
+    /// n gate, where it sits inside the reset product); `None` for a bias-free layer.
     pub bias_hh: Option<Tensor>,
 }
 

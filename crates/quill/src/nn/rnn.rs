@@ -9,7 +9,9 @@ use quill_core::{DType, Error, Result};
 
 /// One step of an Elman RNN: `x` (B, I) and `h` (B, H) give the next `h` (B, H).
 pub struct RNNCell {
+    /// The weights, G = 1: `weight_ih` (H, I), `weight_hh` (H, H), biases (H).
     pub params: RecurrentParams,
+    /// The activation applied to the new state.
     pub nonlinearity: Nonlinearity,
     /// Run the step as one fused op (the default) rather than a graph of primitive ops.
     pub fused: bool,
@@ -74,6 +76,7 @@ impl Module for RNNCell {
 pub struct RNN {
     /// Layer k's parameters, named `weight_ih_l{k}` etc. as PyTorch.
     pub layers: Vec<RecurrentParams>,
+    /// The activation of every layer.
     pub nonlinearity: Nonlinearity,
     /// Run each layer as one fused op (the default) rather than a per-step graph.
     pub fused: bool,

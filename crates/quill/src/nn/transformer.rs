@@ -15,8 +15,11 @@ use quill_core::{DType, Error, Result};
 /// `x += drop(linear_out(drop(relu(linear_in(norm(x))))))`.
 /// Post-norm: `x = norm1(x + drop(attn(x)))`, `x = norm2(x + drop(mlp(x)))`.
 pub struct TransformerLayer {
+    /// Self-attention from q_features to q_features; it holds the pre-norms in a pre-norm layer.
     pub attn: AttentionLayer,
+    /// The MLP's expansion, q_features -> hidden_size, followed by ReLU.
     pub linear_in: Linear,
+    /// The MLP's projection back, hidden_size -> q_features, so the residual can add it.
     pub linear_out: Linear,
     /// Pre-norm: the MLP's input norm. Post-norm: the norm after the attention residual.
     pub norm1: LayerNorm,
@@ -135,8 +138,12 @@ impl Module for TransformerLayer {
 /// `sequence_len` rows added to the input). Input and output are (seq, batch, embedding), or
 /// (batch, seq, embedding) when `batch_first`.
 pub struct Transformer {
+    /// Position vectors (sequence_len, embedding); its row count caps the input length, and a
+    /// longer sequence is an error.
     pub pos_embedding: Embedding,
+    /// The blocks, applied in order; parameters are named `layers.{i}.*`.
     pub layers: Vec<TransformerLayer>,
+    /// Inputs and outputs are (batch, seq, embedding) rather than (seq, batch, embedding).
     pub batch_first: bool,
 }
 

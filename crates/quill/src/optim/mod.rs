@@ -26,6 +26,7 @@ pub trait Optimizer {
     fn step(&mut self) -> Result<()>;
     /// Drops every parameter's gradient (PyTorch's `set_to_none=True`).
     fn zero_grad(&self);
+    /// The learning rate the next `step()` will use (as last set by a schedule or `set_lr`).
     fn lr(&self) -> f64;
     /// Sets the learning rate used from the next `step()` on (schedules call this).
     fn set_lr(&mut self, lr: f64);

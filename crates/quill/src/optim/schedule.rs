@@ -10,6 +10,8 @@ use std::fmt;
 
 /// A learning rate for every step (or epoch) `t` = 0, 1, 2, ...
 pub trait LrSchedule: fmt::Debug {
+    /// The rate for step `t`, from `t` alone (no hidden state), so a resumed run can ask for
+    /// any step directly.
     fn lr_at(&self, t: usize) -> f64;
 }
 
@@ -27,6 +29,7 @@ pub struct ConstantLr {
 }
 
 impl ConstantLr {
+    /// Errors for a negative or non-finite `lr`.
     pub fn new(lr: f64) -> Result<ConstantLr> {
         check_non_negative("ConstantLr::new", "lr", lr)?;
         Ok(ConstantLr { lr })
@@ -115,6 +118,7 @@ pub struct LinearWarmup {
 }
 
 impl LinearWarmup {
+    /// Warms up over `warmup_steps` steps into `then`; with 0 it is `then` unchanged.
     pub fn new(warmup_steps: usize, then: Box<dyn LrSchedule>) -> LinearWarmup {
         LinearWarmup { warmup_steps, then }
     }

@@ -10,8 +10,12 @@ use std::fmt;
 /// Step and tolerances: an element passes when `|analytic - numeric| <= atol + rtol * |numeric|`.
 #[derive(Clone, Copy, Debug)]
 pub struct GradcheckOptions {
+    /// Half-width of the central difference `(f(x + eps) - f(x - eps)) / (2 eps)`; 1e-6 suits
+    /// f64 (smaller loses digits to cancellation, larger to curvature).
     pub eps: f64,
+    /// Absolute tolerance, which decides for gradients near zero; 1e-5.
     pub atol: f64,
+    /// Tolerance relative to the numeric gradient, which decides for large ones; 1e-3.
     pub rtol: f64,
     /// Seed of the random weights that project a non-scalar output to a scalar.
     pub seed: u64,
@@ -31,12 +35,18 @@ impl Default for GradcheckOptions {
 /// The outcome: whether every element passed, and the worst one.
 #[derive(Clone, Debug)]
 pub struct GradcheckReport {
+    /// Whether every checked element was within tolerance (two NaNs agree; one does not).
     pub passed: bool,
+    /// Number of elements compared, over all inputs that require grad.
     pub checked: usize,
-    /// Which input, which element (multi-index), and the two values there.
+    /// The input holding the worst element (the one with the largest `excess`), as a position
+    /// in `inputs`, counting the inputs that do not require grad too.
     pub worst_input: usize,
+    /// The worst element's multi-index within `inputs[worst_input]`.
     pub worst_index: Vec<usize>,
+    /// The gradient backward computed at the worst element.
     pub analytic: f64,
+    /// The central-difference estimate at the worst element.
     pub numeric: f64,
     /// `|analytic - numeric| - (atol + rtol * |numeric|)`: > 0 fails.
     pub excess: f64,

@@ -163,6 +163,8 @@ impl Tensor {
     pub fn array(&self) -> &NDArray {
         &self.0.data
     }
+    /// Whether `backward` computes a gradient for this tensor: set on leaves by the user, and
+    /// on op results when gradients were recorded and some input required them.
     pub fn requires_grad(&self) -> bool {
         self.0.requires_grad
     }
@@ -251,18 +253,23 @@ impl Tensor {
         Rc::ptr_eq(&self.0, &other.0)
     }
 
+    /// The extent of each dimension (empty for a scalar).
     pub fn shape(&self) -> &[usize] {
         self.array().shape()
     }
+    /// The number of dimensions (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.array().ndim()
     }
+    /// The number of elements: the product of the shape (1 for a scalar).
     pub fn numel(&self) -> usize {
         self.array().numel()
     }
+    /// The element type; only float tensors can require gradients.
     pub fn dtype(&self) -> DType {
         self.array().dtype()
     }
+    /// Where the data lives; ops need their operands on one device.
     pub fn device(&self) -> Device {
         self.array().device()
     }
@@ -270,11 +277,16 @@ impl Tensor {
     pub fn item(&self) -> Result<f64> {
         self.array().item::<f64>()
     }
+    /// The elements in C order, copied to the host. `T` must be the tensor's dtype (no
+    /// conversion), else a `DTypeMismatch`.
     pub fn to_vec<T: quill_core::Element>(&self) -> Result<Vec<T>> {
         self.array().to_vec::<T>()
     }
 
     // Constructors: leaves that do not require gradients; chain `.requires_grad_(true)`.
+    // Each errors, rather than aborting, when the shape is larger than this machine can hold.
+
+    /// Zeros of `shape` and `dtype`, on the CPU.
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
         NDArray::zeros(shape, dtype).map(Tensor::new)
     }
@@ -282,9 +294,11 @@ impl Tensor {
     pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         NDArray::zeros_on(shape, dtype, device).map(Tensor::new)
     }
+    /// Ones of `shape` and `dtype`, on the CPU.
     pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
         NDArray::ones(shape, dtype).map(Tensor::new)
     }
+    /// Every element `value`, cast to `dtype` by NumPy's rules, on the CPU.
     pub fn full(
         shape: &[usize],
         value: impl Into<quill_core::Scalar>,
@@ -292,24 +306,36 @@ impl Tensor {
     ) -> Result<Tensor> {
         NDArray::full(shape, value, dtype).map(Tensor::new)
     }
+    /// `start, start + step, ...` stopping before `stop` (NumPy's arange), 1-D. Errors on a zero
+    /// step or a non-finite bound.
     pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Tensor> {
         NDArray::arange(start, stop, step, dtype).map(Tensor::new)
     }
+    /// `num` evenly spaced values from `start` to `stop`, both included (NumPy's linspace), 1-D.
     pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Tensor> {
         NDArray::linspace(start, stop, num, dtype).map(Tensor::new)
     }
+    /// An (n, m) matrix with ones on diagonal `k` (0 the main one, > 0 above, < 0 below) and
+    /// zeros elsewhere.
     pub fn eye(n: usize, m: usize, k: isize, dtype: DType) -> Result<Tensor> {
         NDArray::eye(n, m, k, dtype).map(Tensor::new)
     }
+    /// Uniform samples in [0, 1) from a ChaCha8 stream seeded by `seed`, so the same seed gives
+    /// the same values on every platform. Float dtypes only.
     pub fn rand(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
         NDArray::rand(shape, seed, dtype).map(Tensor::new)
     }
+    /// Standard normal samples from a ChaCha8 stream seeded by `seed` (reproducible as
+    /// [`Tensor::rand`]). Float dtypes only.
     pub fn randn(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
         NDArray::randn(shape, seed, dtype).map(Tensor::new)
     }
+    /// A tensor of `shape` over `data` in C order, its dtype `T`'s. Errors (`DataLength`) when
+    /// `data.len()` is not the product of `shape`.
     pub fn from_vec<T: quill_core::Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         NDArray::from_vec(data, shape).map(Tensor::new)
     }
+    /// A rank-0 tensor holding `value` (shape `[]`), a constant.
     pub fn scalar<T: quill_core::Element>(value: T) -> Tensor {
         Tensor::new(NDArray::scalar(value))
     }
