@@ -35,8 +35,11 @@ pub struct MemoryStats {
     pub max_allocated: usize,
     /// Bytes obtained from the driver: held by arrays or cached in the free lists.
     pub reserved: usize,
-    /// Requests served from the free lists / by the driver.
+    /// Requests served from a free list, without a call to the driver.
     pub cache_hits: u64,
+    /// Requests that went to the driver (`cuMemAlloc`) because their size class had no free
+    /// block; a count that keeps growing in a steady training loop means the cache is not
+    /// reusing blocks.
     pub driver_allocs: u64,
 }
 
@@ -46,6 +49,8 @@ struct State {
     stats: MemoryStats,
 }
 
+/// One device's caching allocator: the free lists per size class and the statistics. Each
+/// `CudaDevice` owns one, serving its single stream.
 pub struct Allocator {
     stream: Arc<CudaStream>,
     device: String,
@@ -69,6 +74,7 @@ impl Block {
     pub(crate) fn slice_mut(&mut self) -> &mut CudaSlice<u8> {
         self.slice.as_mut().expect("present until drop")
     }
+    /// The block's size in bytes: its size class, which may exceed what was asked for.
     pub fn capacity(&self) -> usize {
         self.class
     }
@@ -170,10 +176,13 @@ impl Allocator {
         drop(freed); // CudaSlice's drop frees on the driver, outside the lock.
     }
 
+    /// A snapshot of this device's allocation statistics.
     pub fn stats(&self) -> MemoryStats {
         self.lock().stats
     }
 
+    /// Starts a new peak: `max_allocated` becomes what arrays hold now, so a later reading
+    /// measures one phase (`torch.cuda.reset_peak_memory_stats`).
     pub fn reset_peak(&self) {
         let mut st = self.lock();
         st.stats.max_allocated = st.stats.allocated;

@@ -14,6 +14,9 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// One GPU as quill uses it, shared by every array on it: the CUDA context, the single stream
+/// all of quill's work on the device is queued on, the compiled kernel modules, cuBLAS and
+/// the caching allocator. Obtained through [`device`].
 pub struct CudaDevice {
     ordinal: usize,
     pub(crate) ctx: Arc<CudaContext>,
@@ -130,12 +133,15 @@ pub fn device(ordinal: usize) -> Result<Arc<CudaDevice>> {
 }
 
 impl CudaDevice {
+    /// The device's CUDA ordinal (the `N` of `cuda:N`).
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
+    /// The GPU's name as the driver reports it (`"unknown GPU"` if it would not say).
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// `cuda:N`, the name error messages give the device.
     pub fn label(&self) -> String {
         label(self.ordinal)
     }

@@ -8,13 +8,22 @@ use quill_core::{Error, LoopPlan, Result};
 /// The most dims a kernel walks after coalescing.
 pub const MAX_DIMS: usize = 8;
 
+/// One operand's layout as a kernel argument, passed by value; the field order and types are
+/// the C `struct Layout`'s, which the kernels index directly.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KLayout {
+    /// Element (not byte) offset of the first element in the buffer.
     pub offset: i64,
+    /// How many leading entries of `shape` and `strides` are in use (at most `MAX_DIMS`).
     pub ndim: i32,
+    /// Always 0: the 4 bytes that align `shape` to 8, made explicit so that no byte copied to
+    /// the device is uninitialised padding.
     pub pad: i32,
+    /// Sizes of the first `ndim` dims; the unused tail is 1.
     pub shape: [i64; MAX_DIMS],
+    /// Signed strides in elements of the first `ndim` dims (negative for flipped views); the
+    /// unused tail is 0.
     pub strides: [i64; MAX_DIMS],
 }
 
@@ -24,7 +33,8 @@ unsafe impl DeviceRepr for KLayout {}
 
 const _: () = assert!(std::mem::size_of::<KLayout>() == 16 + 16 * MAX_DIMS);
 
-/// The kernel layouts of every operand of `plan`, in the plan's operand order.
+/// The kernel layouts of every operand of `plan`, in the plan's operand order. Errors when
+/// the operands still have more than `MAX_DIMS` dims after merging (the caller can compact).
 pub fn layouts(op: &'static str, plan: &LoopPlan) -> Result<Vec<KLayout>> {
     let nd = plan.ndim();
     if nd > MAX_DIMS {

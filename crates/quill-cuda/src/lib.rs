@@ -4,6 +4,8 @@
 //! NVRTC and cuBLAS are opened at run time, and every entry point returns an error (never
 //! panics) when they are missing.
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 mod backend;
 pub mod blas;

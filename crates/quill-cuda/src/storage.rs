@@ -8,6 +8,8 @@ use cudarc::driver::{DevicePtr, DevicePtrMut};
 use quill_core::{DType, Error, Result};
 use std::sync::Arc;
 
+/// A flat buffer of `len` elements of one dtype on one GPU, in a block of the device's caching
+/// allocator (the block goes back to the cache on drop).
 pub struct CudaStorage {
     block: Block,
     len: usize,
@@ -89,18 +91,23 @@ impl CudaStorage {
         Ok(out)
     }
 
+    /// The number of elements (not bytes; the block may be larger, rounded to its size class).
     pub fn len(&self) -> usize {
         self.len
     }
+    /// True for a buffer of no elements (which still holds a minimal block).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The element type; the first `len * dtype.size_in_bytes()` bytes of the block are in use.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The GPU the buffer lives on (the `N` of `cuda:N`).
     pub fn ordinal(&self) -> usize {
         self.dev.ordinal()
     }
+    /// The shared device context whose stream and kernels operate on this buffer.
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.dev
     }

@@ -17,6 +17,8 @@
 //! depends on it for `quill train --distributed` and `quill bench allreduce`. Without features it
 //! needs no MPI and no GPU.
 
+#![warn(missing_docs)]
+
 mod communicator;
 mod ddp;
 mod error;

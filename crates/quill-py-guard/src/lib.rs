@@ -6,10 +6,21 @@
 //! `PyResult<T>`, which PyO3 accepts wherever it accepts `T`. The buffer-protocol and GC slots,
 //! whose signatures PyO3 fixes, are left as they are.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 use quote::quote;
 use syn::{parse_macro_input, Block, Item, LitStr, ReturnType, Signature, Type};
 
+/// Runs the body of the annotated `#[pyfunction]`, or of every method of the annotated
+/// `#[pymethods]` impl, under `crate::guard::call`, so a panic surfaces in Python as
+/// `quill.InternalError` naming the call. The optional string argument is the Python class
+/// name, used only to prefix method names in that message (`#[guard("NDArray")]` on the impl
+/// gives `"NDArray.reshape"`).
+///
+/// The expansion names `crate::guard::call` and `::pyo3`, so it works only inside a crate that
+/// defines that function (quill-py's `guard.rs`) and depends on pyo3. Anything other than a
+/// `fn` or an `impl` block, or an argument that is not a string literal, is a compile error.
 #[proc_macro_attribute]
 pub fn guard(attr: TokenStream, item: TokenStream) -> TokenStream {
     let class = if attr.is_empty() {

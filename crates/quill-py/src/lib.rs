@@ -3,6 +3,8 @@
 //! attention and Transformer layers behind `quill.nn`). Errors become the Python
 //! exceptions NumPy users expect; nothing here panics on user input.
 
+#![warn(missing_docs)]
+
 mod check;
 mod convert;
 mod data;

@@ -16,15 +16,23 @@ use quill::{DType, NDArray, SliceArg};
 /// it must read as; `buf` holds the id stored at each position of the array's current buffer
 /// (the identity for the original buffer; the table at copy time after a copy).
 pub struct Chain {
+    /// The array after the ops so far.
     pub arr: NDArray,
+    /// The ids `arr` must read as, in C order, as the oracle computed them.
     pub table: Table,
+    /// The id stored at each position of `arr`'s buffer.
     pub buf: Vec<usize>,
+    /// One line per op applied, for failure messages (see `describe`).
     pub log: Vec<String>,
     /// Only ops whose result is writable and lives in the original buffer.
     pub writable: bool,
+    /// The largest element count a broadcast or a fresh `as_strided` view may reach (4096 from
+    /// `new`), so a long chain stays cheap to check element by element.
     pub max_numel: usize,
 }
 
+/// The rank a chain's array never exceeds: the ops that add dims (unsqueeze, broadcast, new
+/// axes in a slice, reshape) stop there, and tests may assert it.
 pub const MAX_RANK: usize = 8;
 
 impl Chain {
@@ -42,6 +50,8 @@ impl Chain {
         }
     }
 
+    /// The ops applied so far and the array's current shape, strides and offset, for the
+    /// context of a failed assertion.
     pub fn describe(&self) -> String {
         format!(
             "chain [{}] -> shape {:?} strides {:?} offset {}",

@@ -13,6 +13,8 @@ pub fn same<T: Element>(a: T, b: T) -> bool {
     }
 }
 
+/// Asserts `got` and `want` have the same length and are element-wise `same`; the panic names
+/// `ctx` and the first differing index.
 #[track_caller]
 pub fn assert_same<T: Element>(got: &[T], want: &[T], ctx: &str) {
     assert_eq!(got.len(), want.len(), "{ctx}: length");

@@ -8,6 +8,7 @@
 
 /// The value a skipped test returns: `()` or `Ok(())`.
 pub trait TestOutcome {
+    /// The value that makes the test pass without running its body.
     fn skipped() -> Self;
 }
 

@@ -55,14 +55,24 @@ pub fn random_view(rng: &mut Prng, shape: &[usize]) -> (Layout, usize) {
 /// One view op with its arguments, applicable both to a `Layout` and to the oracle `Table`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
+    /// `permute(axes)`: axes may be negative; must name every dim once.
     Permute(Vec<isize>),
+    /// `transpose(a, b)`: swaps two (possibly negative) axes.
     Transpose(isize, isize),
+    /// `broadcast_to(shape)` under NumPy's rules.
     BroadcastTo(Vec<usize>),
+    /// `squeeze(axes)`: each named axis must have size 1.
     Squeeze(Vec<isize>),
+    /// `squeeze()` with no axes: drops every size-1 dim.
     SqueezeAll,
+    /// `unsqueeze(axis)`: a new size-1 dim at `axis` of the result (`-1` appends).
     Unsqueeze(isize),
+    /// `flip(axes)`: reverses the named axes.
     Flip(Vec<isize>),
+    /// Basic indexing with integers, ranges with steps, `NewAxis` and `Ellipsis`.
     Slice(Vec<SliceArg>),
+    /// `reshape(shape)` with at most one `-1`; on a layout it may refuse with
+    /// `ReshapeNeedsCopy`, which `step` checks against the oracle.
     Reshape(Vec<isize>),
 }
 
@@ -88,6 +98,7 @@ fn fits_isize(shape: &[usize]) -> bool {
 }
 
 impl Op {
+    /// quill-core's result of the op on `l` (the code under test).
     pub fn on_layout(&self, l: &Layout) -> quill_core::Result<Layout> {
         match self {
             Op::Permute(a) => l.permute(a),

@@ -20,6 +20,8 @@
 //! `from_vec` / `as_strided` / `Layout::contiguous`, and every result layout is recomputed from
 //! its raw parts by the oracle.
 
+#![warn(missing_docs)]
+
 pub mod arrays;
 pub mod chain;
 pub mod compare;

@@ -9,7 +9,9 @@ pub struct Prng(u64);
 
 /// Integer types `Prng::int` can draw (through i128, so no intermediate overflows).
 pub trait PrngInt: Copy {
+    /// Widens the value losslessly.
     fn to_i128(self) -> i128;
+    /// Narrows back; panics when `v` is out of range (a drawn value never is).
     fn from_i128(v: i128) -> Self;
 }
 
@@ -28,6 +30,8 @@ macro_rules! prng_int {
 prng_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 
 impl Prng {
+    /// The generator for `seed`: the seed is XORed with the golden-ratio constant first, which
+    /// `from_state` skips (so `new(s)` and `from_state(s)` are different streams).
     pub fn new(seed: u64) -> Prng {
         Prng(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
@@ -37,6 +41,7 @@ impl Prng {
         Prng(state)
     }
 
+    /// The next 64 uniformly distributed bits; every other draw is built on exactly one call.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

@@ -10,7 +10,9 @@ use quill_core::SliceArg;
 /// An array as its shape and the C-order list of its elements' offsets (or ids).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
+    /// The array's shape.
     pub shape: Vec<usize>,
+    /// One entry per element in C order (`numel(shape)` of them): its buffer offset, or its id.
     pub vals: Vec<usize>,
 }
 
@@ -31,10 +33,12 @@ impl Table {
         }
     }
 
+    /// The number of elements.
     pub fn numel(&self) -> usize {
         self.vals.len()
     }
 
+    /// The entry at the multi-index `idx` (one in-range index per dim; panics otherwise).
     pub fn at(&self, idx: &[usize]) -> usize {
         self.vals[ravel(&self.shape, idx)]
     }
@@ -60,6 +64,7 @@ impl Table {
         })
     }
 
+    /// Swaps axes `a` and `b` (already normalised, both `< ndim`).
     pub fn transpose(&self, a: usize, b: usize) -> Table {
         let mut axes: Vec<usize> = (0..self.shape.len()).collect();
         axes.swap(a, b);
