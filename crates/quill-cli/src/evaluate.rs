@@ -3,10 +3,13 @@
 //! normalised as in training. `evaluate` scores the MNIST test split: accuracy, accuracy per
 //! class, the confusion matrix (as text, and as a PNG heat map with the counts written in), and
 //! a PNG grid of the test images the model gets wrong most confidently. `predict` gives the
-//! class probabilities of PNG images (any size, grey or colour, dark or light background).
+//! class probabilities of PNG or JPEG images (any size, grey or colour, dark or light
+//! background) and of every image in an IDX file (raw or gzip), recognised by content.
+//! Both follow `--quiet` / `--json` (`report.rs`).
 
+use crate::report;
 use crate::train::plot::{font, FAMILY};
-use crate::train::{image_model, q};
+use crate::train::{image_model, q, MNIST_MEAN, MNIST_STD};
 use image::codecs::png::PngEncoder;
 use image::{ColorType, ImageEncoder};
 use plotters::prelude::*;
@@ -24,14 +27,21 @@ pub const EVALUATE_USAGE: &str =
   --out DIR          where confusion.png and wrong.png go (default: the checkpoint's directory)";
 
 /// `quill predict`'s options.
-pub const PREDICT_USAGE: &str = "usage: quill predict [--checkpoint PATH] IMAGE.png [IMAGE.png ...]
+pub const PREDICT_USAGE: &str = "usage: quill predict [--checkpoint PATH] IMAGE [IMAGE ...]
+  IMAGE              a PNG or JPEG picture of a digit, or an IDX file of 28 x 28 images
+                     (raw or .gz, as MNIST's), each classified
   --checkpoint PATH  a checkpoint of the image job (default runs/checkpoint.safetensors)";
 
-const MEAN: f64 = 0.1307;
-const STD: f64 = 0.3081;
+/// The input normalisation a checkpoint was trained with: x -> (x - mean) / std on [0, 1].
+#[derive(Clone, Copy, Debug)]
+struct Norm {
+    mean: f64,
+    std: f64,
+}
 
-/// The image model a checkpoint holds, in eval mode.
-fn load(path: &Path) -> Result<Sequential, String> {
+/// The image model a checkpoint holds, in eval mode, and its input normalisation (from the
+/// metadata; MNIST's for checkpoints written before it was recorded).
+fn load(path: &Path) -> Result<(Sequential, Norm), String> {
     let at = |msg: String| format!("{}: {msg}", path.display());
     let ck = q(quill::io::load_checkpoint(path))?;
     if let Some(task) = ck.metadata.get("task") {
@@ -51,14 +61,43 @@ fn load(path: &Path) -> Result<Sequential, String> {
         .collect();
     q(model.load_state_dict(&state)).map_err(at)?;
     model.eval();
-    Ok(model)
+    let number = |key: &str, default: f64| -> Result<f64, String> {
+        match ck.metadata.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| at(format!("metadata {key} = {v:?} is not a finite number"))),
+        }
+    };
+    let norm = Norm {
+        mean: number("normalize_mean", MNIST_MEAN)?,
+        std: number("normalize_std", MNIST_STD)?,
+    };
+    if norm.std <= 0.0 {
+        return Err(at(format!(
+            "metadata normalize_std = {} is not positive",
+            norm.std
+        )));
+    }
+    if let Some(shape) = ck.metadata.get("input_shape").filter(|s| *s != "1,28,28") {
+        return Err(at(format!(
+            "the model reads images of shape ({shape}); evaluate and predict handle (1,28,28)"
+        )));
+    }
+    Ok((model, norm))
 }
 
 /// Class probabilities (n, 10) of images (n, 1, 28, 28) with values in [0, 1].
-fn probabilities(model: &Sequential, images: &NDArray) -> Result<Vec<[f64; 10]>, String> {
+fn probabilities(
+    model: &Sequential,
+    norm: Norm,
+    images: &NDArray,
+) -> Result<Vec<[f64; 10]>, String> {
     let _g = no_grad();
-    let x = q(q(images.astype(DType::F32))?.sub_scalar(MEAN))?;
-    let x = q(x.div_scalar(STD))?;
+    let x = q(q(images.astype(DType::F32))?.sub_scalar(norm.mean))?;
+    let x = q(x.div_scalar(norm.std))?;
     let logits = q(model.forward(&Tensor::new(x)))?;
     let p = q(q(logits.softmax(-1))?.array().astype(DType::F64))?;
     let v = q(p.to_vec::<f64>())?;
@@ -102,7 +141,7 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
-    let model = load(&checkpoint)?;
+    let (model, norm) = load(&checkpoint)?;
     let test = q(Mnist::load(&data, false))?;
     let labels = q(test.labels.to_vec::<i64>())?;
     let n = labels.len();
@@ -110,34 +149,28 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
     for start in (0..n).step_by(1000) {
         let stop = (start + 1000).min(n) as isize;
         let batch = q(test.images.slice(&quill::s![start as isize..stop]))?;
-        probs.extend(probabilities(&model, &batch)?);
+        probs.extend(probabilities(&model, norm, &batch)?);
     }
     let mut confusion = [[0usize; 10]; 10];
     for (p, &y) in probs.iter().zip(&labels) {
         confusion[y as usize][argmax(p)] += 1;
     }
     let correct: usize = (0..10).map(|k| confusion[k][k]).sum();
-    println!(
-        "test accuracy {:.2}% ({correct} of {n}), {}",
-        100.0 * correct as f64 / n.max(1) as f64,
-        checkpoint.display()
-    );
-    println!("accuracy per class:");
-    for (k, row) in confusion.iter().enumerate() {
-        let total: usize = row.iter().sum();
+    let accuracy = correct as f64 / n.max(1) as f64;
+    let per_class: Vec<f64> = confusion
+        .iter()
+        .enumerate()
+        .map(|(k, row)| row[k] as f64 / row.iter().sum::<usize>().max(1) as f64)
+        .collect();
+    if report::mode() != report::Mode::Json {
         println!(
-            "  {k}: {:6.2}% of {total}",
-            100.0 * row[k] as f64 / total.max(1) as f64
+            "test accuracy {:.2}% ({correct} of {n}), {}",
+            100.0 * accuracy,
+            checkpoint.display()
         );
     }
-    println!("confusion matrix (rows: true class, columns: predicted):");
-    println!(
-        "      {}",
-        (0..10).map(|k| format!("{k:>6}")).collect::<String>()
-    );
-    for (k, row) in confusion.iter().enumerate() {
-        let cells: String = row.iter().map(|c| format!("{c:>6}")).collect();
-        println!("  {k}:  {cells}");
+    if report::mode() == report::Mode::Plain {
+        print_confusion(&confusion, &per_class);
     }
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let cm = out.join("confusion.png");
@@ -162,13 +195,48 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
         .collect();
     let grid = out.join("wrong.png");
     write_png(&grid, (4 * 150, 4 * 170), |root| draw_tiles(root, &tiles))?;
-    println!(
-        "{} (the confusion matrix) and {} (the {} most confident mistakes) written",
-        cm.display(),
-        grid.display(),
-        tiles.len()
+    report::progress(
+        "written",
+        || {
+            format!(
+                "{} (the confusion matrix) and {} (the {} most confident mistakes) written",
+                cm.display(),
+                grid.display(),
+                tiles.len()
+            )
+        },
+        serde_json::json!({"confusion_png": cm, "wrong_png": grid}),
     );
+    if report::mode() == report::Mode::Json {
+        report::result(
+            "result",
+            String::new,
+            serde_json::json!({
+                "checkpoint": checkpoint, "test_accuracy": accuracy, "correct": correct,
+                "samples": n, "per_class_accuracy": per_class, "confusion": confusion,
+                "confusion_png": cm, "wrong_png": grid,
+            }),
+        );
+    }
     Ok(())
+}
+
+/// The per-class accuracies and the confusion matrix as text.
+fn print_confusion(confusion: &[[usize; 10]; 10], per_class: &[f64]) {
+    println!("accuracy per class:");
+    for (k, row) in confusion.iter().enumerate() {
+        let total: usize = row.iter().sum();
+        println!("  {k}: {:6.2}% of {total}", 100.0 * per_class[k]);
+    }
+    println!("confusion matrix (rows: true class, columns: predicted):");
+    println!(
+        "      {}",
+        (0..10).map(|k| format!("{k:>6}")).collect::<String>()
+    );
+    for (k, row) in confusion.iter().enumerate() {
+        let cells: String = row.iter().map(|c| format!("{c:>6}")).collect();
+        println!("  {k}:  {cells}");
+    }
 }
 
 struct Tile {
@@ -283,18 +351,76 @@ fn draw_tiles(
     root.present().map_err(err)
 }
 
-/// A PNG as a (1, 1, 28, 28) image in [0, 1], white digit on black as MNIST: colour becomes
-/// grey, a light background is inverted, and the picture is resized to 28 x 28.
-fn read_png(path: &Path) -> Result<NDArray, String> {
-    let at = |msg: String| format!("{}: {msg}", path.display());
-    let img = image::open(path).map_err(|e| at(e.to_string()))?.to_luma8();
-    let small = image::imageops::resize(&img, 28, 28, image::imageops::FilterType::Triangle);
-    let mut v: Vec<f32> = small.pixels().map(|p| p.0[0] as f32 / 255.0).collect();
-    let mean = v.iter().sum::<f32>() / v.len() as f32;
+/// Grey pixels in [0, 1] (row-major, `h` x `w`) as a (1, 1, 28, 28) image, white digit on
+/// black as MNIST: a light background is inverted, and the picture is resized to 28 x 28.
+fn to_mnist(v: Vec<f32>, h: u32, w: u32) -> Result<NDArray, String> {
+    let mut v = if (h, w) == (28, 28) {
+        v
+    } else {
+        let bytes = v.iter().map(|x| (x * 255.0).round() as u8).collect();
+        let img = image::GrayImage::from_raw(w, h, bytes)
+            .ok_or_else(|| format!("an image of {h} x {w} needs {} pixels", h * w))?;
+        let small = image::imageops::resize(&img, 28, 28, image::imageops::FilterType::Triangle);
+        small.pixels().map(|p| p.0[0] as f32 / 255.0).collect()
+    };
+    let mean = v.iter().sum::<f32>() / v.len().max(1) as f32;
     if mean > 0.5 {
         v.iter_mut().for_each(|x| *x = 1.0 - *x);
     }
     q(NDArray::from_vec(v, &[1, 1, 28, 28]))
+}
+
+/// The images of one input file, each named: a PNG or JPEG gives one (colour becomes grey), an
+/// IDX file of shape (n, h, w) or (h, w) gives its n. The format is read from the content (the
+/// IDX magic `00 00 08`, gzip's `1f 8b`, or what the image decoder recognises), not the name.
+fn read_input(path: &Path) -> Result<Vec<(String, NDArray)>, String> {
+    let at = |msg: String| format!("{}: {msg}", path.display());
+    let mut head = [0u8; 3];
+    let n = std::io::Read::read(
+        &mut std::fs::File::open(path).map_err(|e| at(e.to_string()))?,
+        &mut head,
+    )
+    .map_err(|e| at(e.to_string()))?;
+    let name = path.display().to_string();
+    if n == 3 && (head == [0, 0, 8] || head[..2] == [0x1f, 0x8b]) {
+        let a = q(quill::data::read_idx(path)).map_err(at)?;
+        let shape = a.shape().to_vec();
+        let (count, h, w) = match shape[..] {
+            [h, w] => (1, h, w),
+            [count, h, w] => (count, h, w),
+            _ => {
+                return Err(at(format!(
+                    "an IDX file of shape {shape:?}; predict reads images, (n, h, w) or (h, w)"
+                )))
+            }
+        };
+        let pixels = q(q(a.astype(DType::F32))?.to_vec::<f32>())?;
+        let size = h * w;
+        return (0..count)
+            .map(|i| {
+                let v = pixels[i * size..(i + 1) * size]
+                    .iter()
+                    .map(|x| x / 255.0)
+                    .collect();
+                let img = to_mnist(v, h as u32, w as u32).map_err(at)?;
+                let label = if shape.len() == 2 {
+                    name.clone()
+                } else {
+                    format!("{name}[{i}]")
+                };
+                Ok((label, img))
+            })
+            .collect();
+    }
+    let img = image::io::Reader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|e| at(e.to_string()))?
+        .decode()
+        .map_err(|e| at(e.to_string()))?
+        .to_luma8();
+    let (w, h) = img.dimensions();
+    let v = img.pixels().map(|p| p.0[0] as f32 / 255.0).collect();
+    Ok(vec![(name, to_mnist(v, h, w).map_err(at)?)])
 }
 
 /// Runs `quill predict` with `args` (after the word `predict`).
@@ -315,16 +441,22 @@ pub fn predict(args: &[String]) -> Result<(), String> {
     if files.is_empty() {
         return Err(format!("no image given\n{PREDICT_USAGE}"));
     }
-    let model = load(&checkpoint)?;
+    let (model, norm) = load(&checkpoint)?;
     for f in &files {
-        let p = probabilities(&model, &read_png(f)?)?[0];
-        let mut order: Vec<usize> = (0..10).collect();
-        order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
-        let top: Vec<String> = order[..3]
-            .iter()
-            .map(|&k| format!("{k} {:.1}%", 100.0 * p[k]))
-            .collect();
-        println!("{}: {} ({})", f.display(), order[0], top.join(", "));
+        for (name, img) in read_input(f)? {
+            let p = probabilities(&model, norm, &img)?[0];
+            let mut order: Vec<usize> = (0..10).collect();
+            order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+            let top: Vec<String> = order[..3]
+                .iter()
+                .map(|&k| format!("{k} {:.1}%", 100.0 * p[k]))
+                .collect();
+            report::result(
+                "prediction",
+                || format!("{name}: {} ({})", order[0], top.join(", ")),
+                serde_json::json!({"input": name, "class": order[0], "probabilities": p}),
+            );
+        }
     }
     Ok(())
 }

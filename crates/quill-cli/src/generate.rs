@@ -305,6 +305,24 @@ pub fn run(args: &[String]) -> Result<(), String> {
         top_k: a.top_k,
         seed: a.seed,
     };
+    if crate::report::mode() == crate::report::Mode::Json {
+        let mut text = a.prompt.clone();
+        sampler.sample(&a.prompt, &d, |s| {
+            text.push_str(s);
+            Ok(())
+        })?;
+        crate::report::result(
+            "result",
+            String::new,
+            serde_json::json!({
+                "prompt": a.prompt, "text": text, "tokens": a.tokens,
+                "temperature": a.temperature, "top_k": a.top_k, "seed": a.seed,
+                "checkpoint": a.checkpoint,
+            }),
+        );
+        return Ok(());
+    }
+    // Plain and quiet alike: the text is the result, streamed as it is drawn.
     let out = std::io::stdout();
     let mut out = out.lock();
     let io = |e: std::io::Error| e.to_string();

@@ -7,10 +7,13 @@ mod bench;
 mod demo;
 mod evaluate;
 mod generate;
+mod report;
 mod train;
 
-const USAGE: &str = "usage: quill [train [options] | generate | evaluate | predict [options] | demo | bench copy|ops|autograd [--rounds N]]
-  (quill --help-train lists the training options; quill generate|evaluate|predict --help theirs)";
+const USAGE: &str = "usage: quill [train [options] | generate | evaluate | predict [options] | demo | bench copy|ops|autograd [--rounds N]] [--quiet | --json]
+  (quill --help-train lists the training options; quill generate|evaluate|predict --help theirs)
+  --quiet  print only the result (final accuracy, predictions, text, benchmark tables) and errors
+  --json   print one JSON object per line (each with an \"event\" field) instead of text";
 
 /// A command's `--help` comes back as its usage text: printed, and not an error.
 fn usage_ok(r: Result<(), String>, usage: &str) -> Result<(), String> {
@@ -24,7 +27,13 @@ fn usage_ok(r: Result<(), String>, usage: &str) -> Result<(), String> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match report::take_flags(std::env::args().skip(1).collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
     let result = match args.first().map(String::as_str) {
         None => train::run(&[]),
         Some("train") => train::run(&args[1..]),

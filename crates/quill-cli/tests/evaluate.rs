@@ -115,3 +115,144 @@ fn bad_input_names_the_problem() {
     assert_refused(&quill(&args), &["not.png"]);
     assert!(String::from_utf8_lossy(&quill(&["evaluate", "--help"]).stdout).contains("--data"));
 }
+
+/// Parses every stdout line of a `--json` run as a JSON object with an "event".
+fn json_lines(o: &std::process::Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            assert!(v["event"].is_string(), "no event: {l}");
+            v
+        })
+        .collect()
+}
+
+fn events<'a>(lines: &'a [serde_json::Value], event: &str) -> Vec<&'a serde_json::Value> {
+    lines.iter().filter(|v| v["event"] == event).collect()
+}
+
+/// A picture as an IDX file of unsigned bytes, shape (n, 28, 28).
+fn write_idx(path: &std::path::Path, images: &[GrayImage]) {
+    let mut b = vec![0u8, 0, 8, 3];
+    for d in [images.len() as u32, 28, 28] {
+        b.extend(d.to_be_bytes());
+    }
+    for img in images {
+        let small = image::imageops::resize(img, 28, 28, image::imageops::FilterType::Triangle);
+        b.extend(small.as_raw());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn json_and_quiet_output_and_every_input_format() {
+    let dir = scratch("eval", "formats");
+    let out = dir.to_str().unwrap();
+    // Training with --json: a setup line, one line per epoch, a result line, nothing else.
+    let lines = json_lines(&quill(&[
+        "--epochs", "1", "--limit", "10000", "--out", out, "--json",
+    ]));
+    assert_eq!(events(&lines, "setup").len(), 1, "{lines:?}");
+    let epochs = events(&lines, "epoch");
+    assert_eq!(epochs.len(), 1, "{lines:?}");
+    assert_eq!(epochs[0]["epoch"], 1);
+    let result = events(&lines, "result");
+    let acc = result[0]["test_accuracy"].as_f64().unwrap();
+    assert!(
+        acc > 0.85 && acc == epochs[0]["test_acc"].as_f64().unwrap(),
+        "{lines:?}"
+    );
+    let ck = dir.join("checkpoint.safetensors");
+    let ck_s = ck.to_str().unwrap();
+    // The checkpoint names its input and normalisation.
+    let meta = quill::io::load_checkpoint(&ck).unwrap().metadata;
+    assert_eq!(meta["input_shape"], "1,28,28");
+    assert_eq!(meta["normalize_mean"].parse::<f64>().unwrap(), 0.1307);
+    assert_eq!(meta["normalize_std"].parse::<f64>().unwrap(), 0.3081);
+
+    // evaluate --quiet: the accuracy line alone; --json: one result whose matrix adds up.
+    let quiet = stdout(&quill(&["evaluate", "--checkpoint", ck_s, "--quiet"]));
+    assert_eq!(quiet.lines().count(), 1, "{quiet}");
+    assert!(quiet.starts_with("test accuracy "), "{quiet}");
+    let lines = json_lines(&quill(&["evaluate", "--checkpoint", ck_s, "--json"]));
+    let r = events(&lines, "result")[0];
+    let confusion: Vec<Vec<u64>> = serde_json::from_value(r["confusion"].clone()).unwrap();
+    let diagonal: u64 = (0..10).map(|k| confusion[k][k]).sum();
+    assert_eq!(diagonal, r["correct"].as_u64().unwrap());
+    assert_eq!(confusion.iter().flatten().sum::<u64>(), 10_000);
+    assert_eq!(r["per_class_accuracy"].as_array().unwrap().len(), 10);
+
+    // The same digits as PNG, JPEG and one IDX file holding both.
+    let one = GrayImage::from_fn(140, 140, |x, y| {
+        let on = (25..115).contains(&y) && (62..78).contains(&x);
+        Luma([if on { 255 } else { 0 }])
+    });
+    let zero = GrayImage::from_fn(140, 140, |x, y| {
+        let r = (y as f64 - 70.0).hypot((x as f64 - 70.0) * 1.4);
+        Luma([if r > 30.0 && r < 44.0 { 255 } else { 0 }])
+    });
+    let jpeg = dir.join("one.jpg");
+    one.save(&jpeg).unwrap();
+    let idx = dir.join("digits-idx3-ubyte");
+    write_idx(&idx, &[one.clone(), zero.clone()]);
+    let lines = json_lines(&quill(&[
+        "predict",
+        "--checkpoint",
+        ck_s,
+        jpeg.to_str().unwrap(),
+        idx.to_str().unwrap(),
+        "--json",
+    ]));
+    let preds = events(&lines, "prediction");
+    let classes: Vec<u64> = preds.iter().map(|p| p["class"].as_u64().unwrap()).collect();
+    assert_eq!(classes, [1, 1, 0], "{lines:?}");
+    assert!(preds[2]["input"]
+        .as_str()
+        .unwrap()
+        .ends_with("digits-idx3-ubyte[1]"));
+    for p in &preds {
+        let probs: Vec<f64> = serde_json::from_value(p["probabilities"].clone()).unwrap();
+        assert_eq!(probs.len(), 10);
+        assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-4, "{probs:?}");
+    }
+    // A checkpoint whose normalisation is not a number is refused by its key.
+    let mut bad = quill::io::load_checkpoint(&ck).unwrap();
+    bad.metadata
+        .insert("normalize_std".to_string(), "wide".to_string());
+    let bad_path = dir.join("bad.safetensors");
+    quill::io::save_checkpoint(&bad_path, &bad.tensors, &bad.metadata).unwrap();
+    assert_refused(
+        &quill(&[
+            "predict",
+            "--checkpoint",
+            bad_path.to_str().unwrap(),
+            jpeg.to_str().unwrap(),
+        ]),
+        &["normalize_std", "wide"],
+    );
+    // An IDX file that is not of images, and both output flags at once.
+    let labels = dir.join("labels-idx1-ubyte");
+    std::fs::write(&labels, [0u8, 0, 8, 1, 0, 0, 0, 2, 3, 4]).unwrap();
+    assert_refused(
+        &quill(&["predict", "--checkpoint", ck_s, labels.to_str().unwrap()]),
+        &["labels-idx1-ubyte", "(n, h, w)"],
+    );
+    assert_refused(&quill(&["evaluate", "--quiet", "--json"]), &["exclude"]);
+}
+
+#[test]
+fn bench_rows_as_json() {
+    let lines = json_lines(&quill(&[
+        "bench", "ops", "--only", "reduce", "--filter", "sum_last", "--rounds", "1", "--json",
+    ]));
+    assert_eq!(events(&lines, "setup").len(), 1, "{lines:?}");
+    let rows = events(&lines, "bench");
+    assert!(!rows.is_empty(), "{lines:?}");
+    for r in rows {
+        assert_eq!(r["bench"], "ops");
+        assert!(r["case"].as_str().unwrap().contains("sum"), "{r}");
+        assert!(r["quill"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}

@@ -32,13 +32,24 @@ fn step(q: &Tensor, k: &Tensor, v: &Tensor, g: &Tensor, fused: bool) -> Result<(
 fn bench(rounds: usize) -> Result<(), String> {
     let mut peer = Peer::start(include_str!("attention_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench attention: forward + backward, q, k, v (8, L, 64) f32, no mask, {} threads, {rounds} rounds, medians; peer: {}",
         rayon::current_num_threads(),
         peer.as_ref().map_or("none".to_string(), |p| p.version.clone())
+    ));
+    let table = crate::report::Table::new(
+        "attention",
+        &[
+            "L",
+            "fused ms",
+            "composite ms",
+            "PyTorch SDPA ms",
+            "composite / fused",
+            "PyTorch / fused",
+            "kept for backward: fused",
+            "composite (probs alone)",
+        ],
     );
-    println!("| L | fused ms | composite ms | PyTorch SDPA ms | composite / fused | PyTorch / fused | kept for backward: fused | composite (probs alone) |");
-    println!("|---|---|---|---|---|---|---|---|");
     for l in [128usize, 512, 1024] {
         let mk = |seed| -> Result<Tensor, String> {
             let a = NDArray::randn(&[BH, l, D], seed, DType::F32).map_err(|e| e.to_string())?;
@@ -66,7 +77,7 @@ fn bench(rounds: usize) -> Result<(), String> {
         // per row; the composite at least the (L, L) probabilities of every head.
         let fused_bytes = BH * l * (D + 1) * 4;
         let probs_bytes = BH * l * l * 4;
-        println!(
+        table.line(format!(
             "| {l} | {:.2} | {:.2} | {} | {:.2}x | {} | {:.2} MiB | {:.2} MiB |",
             f * 1e3,
             c * 1e3,
@@ -75,7 +86,7 @@ fn bench(rounds: usize) -> Result<(), String> {
             t.map_or("-".into(), |t| format!("{:.2}x", t / f)),
             fused_bytes as f64 / (1 << 20) as f64,
             probs_bytes as f64 / (1 << 20) as f64,
-        );
+        ));
     }
     Ok(())
 }

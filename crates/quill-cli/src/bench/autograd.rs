@@ -65,13 +65,20 @@ fn cases(rounds: usize) -> Result<(), String> {
     let m = Mlp::new().map_err(|e| e.to_string())?;
     let mut peer = Peer::start(include_str!("autograd_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench autograd: MLP 784-512-512-10, batch 128, f32, {} threads, {rounds} rounds x 5 reps, medians; peer: {}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         peer.as_ref().map_or("none".to_string(), |p| p.version.clone())
+    ));
+    let table = crate::report::Table::new(
+        "autograd",
+        &[
+            "case",
+            "quill ms",
+            "PyTorch ms",
+            "PyTorch / quill (speed-up)",
+        ],
     );
-    println!("| case | quill ms | PyTorch ms | PyTorch / quill (speed-up) |");
-    println!("|---|---|---|---|");
     type Run<'a> = Box<dyn Fn() -> quill::Result<()> + 'a>;
     let cases: Vec<(&str, &str, Run)> = vec![
         (
@@ -99,11 +106,11 @@ fn cases(rounds: usize) -> Result<(), String> {
         }
         let q = median(&mut ours) * 1e3;
         let t = (!pt.is_empty()).then(|| median(&mut pt) * 1e3);
-        println!(
+        table.line(format!(
             "| {what} | {q:.2} | {} | {} |",
             t.map_or("-".into(), |t| format!("{t:.2}")),
             t.map_or("-".into(), |t| format!("{:.2}x", t / q))
-        );
+        ));
     }
     Ok(())
 }

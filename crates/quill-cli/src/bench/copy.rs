@@ -64,14 +64,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
     ];
 
     let mut peer = Peer::start(include_str!("numpy_peer.py"));
-    println!(
+    crate::report::heading(format!(
         "quill bench copy: f32, {} rayon threads, {rounds} rounds x {reps} reps, medians; peer: {}",
         rayon_threads(),
         peer.as_ref()
             .map_or("none".to_string(), |p| format!("NumPy {}", p.version))
+    ));
+    let table = crate::report::Table::new(
+        "copy",
+        &["case", "quill GB/s", "NumPy GB/s", "quill / NumPy"],
     );
-    println!("| case | quill GB/s | NumPy GB/s | quill / NumPy |");
-    println!("|---|---|---|---|");
     for c in &cases {
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
@@ -89,7 +91,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 theirs.extend(p.run(c.name, reps).unwrap_or_default());
             }
         }
-        report(c.what, c.bytes, &mut ours, &mut theirs);
+        report(&table, c.what, c.bytes, &mut ours, &mut theirs);
         if c.fresh {
             quill::set_buffer_pool(false);
             let mut cold = Vec::new();
@@ -100,6 +102,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
             quill::set_buffer_pool(true);
             report(
+                &table,
                 &format!("{} (fresh output, pool off)", c.what),
                 c.bytes,
                 &mut cold,
@@ -110,13 +113,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn report(what: &str, bytes: f64, ours: &mut [f64], theirs: &mut [f64]) {
+fn report(
+    table: &crate::report::Table,
+    what: &str,
+    bytes: f64,
+    ours: &mut [f64],
+    theirs: &mut [f64],
+) {
     let q = bytes / median(ours) / 1e9;
     if theirs.is_empty() {
-        println!("| {what} | {q:.2} | - | - |");
+        table.line(format!("| {what} | {q:.2} | - | - |"));
     } else {
         let p = bytes / median(theirs) / 1e9;
-        println!("| {what} | {q:.2} | {p:.2} | {:.1}x |", q / p);
+        table.line(format!("| {what} | {q:.2} | {p:.2} | {:.1}x |", q / p));
     }
 }
 

@@ -120,13 +120,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let mut peer = Peer::start(include_str!("cuda_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("cuda"));
-    println!(
+    crate::report::heading(format!(
         "quill bench cuda: {rounds} rounds, medians; peer: {}",
         peer.as_ref()
             .map_or("none".to_string(), |p| p.version.clone())
+    ));
+    let table = crate::report::Table::new(
+        "cuda",
+        &["case", "unit", "quill", "PyTorch", "quill / PyTorch"],
     );
-    println!("| case | unit | quill | PyTorch | quill / PyTorch |");
-    println!("|---|---|---|---|---|");
     for (name, what, amount, f) in &cases {
         let (mut q, mut t) = (Vec::new(), Vec::new());
         r(f())?;
@@ -146,11 +148,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             if *amount < 0.0 { "GFLOP/s" } else { "GB/s" },
         );
         let tr = (!t.is_empty()).then(|| rate(median(&mut t)));
-        println!(
+        table.line(format!(
             "| {what} | {unit} | {qr:.1} | {} | {} |",
             tr.map_or("-".into(), |v| format!("{v:.1}")),
             tr.map_or("-".into(), |v| format!("{:.2}x", qr / v))
-        );
+        ));
     }
     Ok(())
 }

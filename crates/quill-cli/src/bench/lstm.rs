@@ -81,11 +81,11 @@ fn steps(rounds: usize) -> Result<(), String> {
     let mut graph = Setup::new(false).map_err(err)?;
     let mut peer = Peer::start(include_str!("lstm_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench lstm: one training step (forward + backward + Adam) of a 2-layer LSTM, seq {SEQ}, batch {BATCH}, input {INPUT}, hidden {HIDDEN}, Linear head + cross-entropy over every step; {} threads, {rounds} rounds of {STEPS_PER_ROUND} steps, medians; peer: {}",
         rayon::current_num_threads(),
         peer.as_ref().map_or("none".to_string(), |p| p.version.clone())
-    );
+    ));
     // Warm-up: buffer pool, thread pool, PyTorch's allocator.
     fused.time(2)?;
     graph.time(1)?;
@@ -101,17 +101,19 @@ fn steps(rounds: usize) -> Result<(), String> {
         }
     }
     let t = (!pt.is_empty()).then(|| median(&mut pt) * 1e3);
-    println!("| case | quill ms/step | PyTorch ms/step | speed-up |");
-    println!("|---|---|---|---|");
+    let table = crate::report::Table::new(
+        "lstm",
+        &["case", "quill ms/step", "PyTorch ms/step", "speed-up"],
+    );
     for (name, ms) in [
         ("LSTM train step (fused layers)", median(&mut f) * 1e3),
         ("LSTM train step (per-step graph)", median(&mut g) * 1e3),
     ] {
-        println!(
+        table.line(format!(
             "| {name} | {ms:.2} | {} | {} |",
             t.map_or("-".into(), |t| format!("{t:.2}")),
             t.map_or("-".into(), |t| format!("{:.2}x", t / ms))
-        );
+        ));
     }
     Ok(())
 }

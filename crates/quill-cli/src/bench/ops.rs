@@ -350,15 +350,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let reps = 3;
     let mut peer = Peer::start(include_str!("ops_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench ops: {} threads (RAYON_NUM_THREADS; the peers get the same), {rounds} rounds x {reps} reps, medians; matmul kernel {} (QUILL_MATMUL_KERNEL); peers: {}",
         rayon::current_num_threads(),
         std::env::var("QUILL_MATMUL_KERNEL").unwrap_or_else(|_| "best".into()),
         peer.as_ref()
             .map_or("none".to_string(), |p| p.version.clone())
+    ));
+    let table = crate::report::Table::new(
+        "ops",
+        &[
+            "case",
+            "unit",
+            "quill",
+            "NumPy",
+            "PyTorch",
+            "quill / NumPy",
+            "quill / PyTorch",
+        ],
     );
-    println!("| case | unit | quill | NumPy | PyTorch | quill / NumPy | quill / PyTorch |");
-    println!("|---|---|---|---|---|---|---|");
     for c in &cases {
         let (mut ours, mut np, mut pt) = (Vec::new(), Vec::new(), Vec::new());
         (c.run)();
@@ -390,14 +400,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let show = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.1}"));
         let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.2}x", q / r));
         let (n, t) = (rate(&mut np), rate(&mut pt));
-        println!(
+        table.line(format!(
             "| {} | {unit} | {q:.1} | {} | {} | {} | {} |",
             c.what,
             show(n),
             show(t),
             ratio(n),
             ratio(t)
-        );
+        ));
     }
     Ok(())
 }

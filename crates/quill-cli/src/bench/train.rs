@@ -48,11 +48,11 @@ fn epochs(rounds: usize, device: quill::Device, name: &str) -> Result<(), String
     };
     let mut peer = Peer::start(&script);
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench train: one MNIST epoch (60,000 samples) of {label}, Adam, batch 128, {} threads, {rounds} rounds, medians; peer: {}",
         rayon::current_num_threads(),
         peer.as_ref().map_or("none".to_string(), |p| p.version.clone())
-    );
+    ));
     let (mut ours, mut pt) = (Vec::new(), Vec::new());
     for r in 0..rounds {
         let t = Instant::now();
@@ -71,13 +71,15 @@ fn epochs(rounds: usize, device: quill::Device, name: &str) -> Result<(), String
     }
     let q = median(&mut ours);
     let t = (!pt.is_empty()).then(|| median(&mut pt));
-    println!("| case | quill s/epoch | PyTorch s/epoch | speed-up |");
-    println!("|---|---|---|---|");
-    println!(
+    let table = crate::report::Table::new(
+        "train",
+        &["case", "quill s/epoch", "PyTorch s/epoch", "speed-up"],
+    );
+    table.line(format!(
         "| {} epoch | {q:.2} | {} | {} |",
         if name == "cnn" { "CNN" } else { "MLPResNet" },
         t.map_or("-".into(), |t| format!("{t:.2}")),
         t.map_or("-".into(), |t| format!("{:.2}x", t / q))
-    );
+    ));
     Ok(())
 }

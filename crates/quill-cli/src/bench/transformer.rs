@@ -30,11 +30,11 @@ fn bench(rounds: usize) -> quill::Result<()> {
     };
     let mut peer = Peer::start(include_str!("transformer_peer.py"));
     let has_torch = peer.as_ref().is_some_and(|p| p.version.contains("torch"));
-    println!(
+    crate::report::heading(format!(
         "quill bench transformer: training step of a 2-layer Transformer (emb 128, 4x32 heads, hidden 256, causal), batch 16 x seq 64, Adam, {} threads, {rounds} rounds, medians; peer: {}",
         rayon::current_num_threads(),
         peer.as_ref().map_or("none".to_string(), |p| p.version.clone())
-    );
+    ));
     for _ in 0..3 {
         step()?;
     }
@@ -52,13 +52,15 @@ fn bench(rounds: usize) -> quill::Result<()> {
     }
     let q = median(&mut ours);
     let t = (!pt.is_empty()).then(|| median(&mut pt));
-    println!("| case | quill ms | PyTorch ms | speed-up |");
-    println!("|---|---|---|---|");
-    println!(
+    let table = crate::report::Table::new(
+        "transformer",
+        &["case", "quill ms", "PyTorch ms", "speed-up"],
+    );
+    table.line(format!(
         "| 2-layer Transformer training step | {:.2} | {} | {} |",
         q * 1e3,
         t.map_or("-".into(), |t| format!("{:.2}", t * 1e3)),
         t.map_or("-".into(), |t| format!("{:.2}x", t / q))
-    );
+    ));
     Ok(())
 }

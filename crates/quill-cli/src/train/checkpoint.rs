@@ -47,6 +47,10 @@ pub(super) struct Resumed {
     pub history: Option<Vec<Row>>,
 }
 
+/// Metadata that describes the image model's input rather than the run, absent from checkpoints
+/// written before 2026-12-07; `resume` accepts their absence.
+const DESCRIPTIVE: [&str; 4] = ["input_shape", "classes", "normalize_mean", "normalize_std"];
+
 /// Restores model and optimizer after checking that every entry of `want` but the epoch
 /// matches the checkpoint's metadata and that every tensor fits (see the module docs).
 pub(super) fn resume(
@@ -60,6 +64,10 @@ pub(super) fn resume(
     let ck = q(quill::io::load_checkpoint(&path))?;
     let meta = &ck.metadata;
     for (key, want) in want.iter().filter(|(k, _)| *k != "epoch") {
+        // Keys that describe the model's input were added later; older checkpoints lack them.
+        if meta.get(key).is_none() && DESCRIPTIVE.contains(&key.as_str()) {
+            continue;
+        }
         if meta.get(key) != Some(want) {
             return Err(at(format!(
                 "the checkpoint was made with {key} = {:?}, this run has {want:?}; pass the same options to resume",

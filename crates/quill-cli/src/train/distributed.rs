@@ -15,7 +15,8 @@ use super::{
     build_model, build_optimizer, evaluate, finish_epoch, limit, meta_of, mnist_labels, q,
     report_epoch, total_steps,
 };
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::report;
+use indicatif::ProgressBar;
 use quill::data::{DataLoader, Dataset, Mnist, Normalize};
 use quill::nn::{models, Module};
 use quill::optim::{CosineLr, LrSchedule};
@@ -102,7 +103,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
         ));
     }
     let local_batch = o.batch_size / world;
-    let norm = || Normalize::new(&[0.1307], &[0.3081]);
+    let norm = || Normalize::new(&[super::MNIST_MEAN as f32], &[super::MNIST_STD as f32]);
     let train_ds: Arc<dyn Dataset> = Arc::new(limit(
         q(q(Mnist::load(&o.data, true))?.into_dataset())?,
         o.limit,
@@ -153,31 +154,44 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     if lead {
         std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
         if o.resume {
-            println!(
-                "resumed from {} after epoch {start}",
-                o.checkpoint_path().display()
+            report::progress(
+                "resumed",
+                || {
+                    format!(
+                        "resumed from {} after epoch {start}",
+                        o.checkpoint_path().display()
+                    )
+                },
+                serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
             );
         }
-        println!(
-            "training {} ({} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} = {world} ranks x {local_batch} over {}, {} threads per rank; data loaded in {:.1} s",
-            o.model,
-            models::parameter_count(ddp.module()),
-            o.data.display(),
-            train_ds.len(),
-            test_ds.len(),
-            o.optimizer,
-            o.lr(),
-            o.batch_size,
-            comm.backend(),
-            rayon::current_num_threads(),
-            t0.elapsed().as_secs_f64()
+        let params = models::parameter_count(ddp.module());
+        report::progress(
+            "setup",
+            || {
+                format!(
+                "training {} ({params} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} = {world} ranks x {local_batch} over {}, {} threads per rank; data loaded in {:.1} s",
+                o.model,
+                o.data.display(),
+                train_ds.len(),
+                test_ds.len(),
+                o.optimizer,
+                o.lr(),
+                o.batch_size,
+                comm.backend(),
+                rayon::current_num_threads(),
+                t0.elapsed().as_secs_f64()
+            )
+            },
+            serde_json::json!({
+                "task": "mnist", "model": o.model, "parameters": params, "data": o.data,
+                "train_samples": train_ds.len(), "test_samples": test_ds.len(),
+                "optimizer": o.optimizer, "lr": o.lr(), "batch_size": o.batch_size,
+                "ranks": world, "backend": comm.backend().to_string(), "epochs": o.epochs,
+                "threads": rayon::current_num_threads(),
+            }),
         );
     }
-    let style = ProgressStyle::with_template(
-        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
-    )
-    .map_err(|e| e.to_string())?
-    .progress_chars("=> ");
     let backward = |l: &quill::tensor::Tensor| d(ddp.backward(l));
     for epoch in start + 1..=o.epochs {
         let shard = d(Shard::new(
@@ -188,9 +202,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
             .seed(o.seed)
             .transform(q(norm())?);
         let bar = if lead {
-            ProgressBar::new(loader.len() as u64)
-                .with_style(style.clone())
-                .with_prefix(format!("epoch {epoch}/{}", o.epochs))
+            report::bar(loader.len() as u64, format!("epoch {epoch}/{}", o.epochs))
         } else {
             ProgressBar::hidden()
         };
@@ -247,13 +259,23 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     d(comm.barrier())?;
     if lead {
         if let Some(last) = rows.last() {
-            println!(
-                "done: test accuracy {:.2}% after {} epochs on {world} ranks; {} and {} written, checkpoint {}",
-                100.0 * last.test_acc,
-                last.epoch,
-                csv.display(),
-                png.display(),
-                o.checkpoint_path().display()
+            report::result(
+                "result",
+                || {
+                    format!(
+                    "done: test accuracy {:.2}% after {} epochs on {world} ranks; {} and {} written, checkpoint {}",
+                    100.0 * last.test_acc,
+                    last.epoch,
+                    csv.display(),
+                    png.display(),
+                    o.checkpoint_path().display()
+                )
+                },
+                serde_json::json!({
+                    "test_accuracy": last.test_acc, "test_loss": last.test_loss,
+                    "epochs": last.epoch, "ranks": world, "metrics": csv, "curves": png,
+                    "checkpoint": o.checkpoint_path(),
+                }),
             );
         }
     }

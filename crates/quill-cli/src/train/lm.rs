@@ -7,7 +7,7 @@ use super::metrics::{self, Row};
 use super::options::Options;
 use super::plot;
 use super::{build_optimizer, checkpoint, finish_epoch, memory, q, total_steps};
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::report;
 use quill::data::{batchify, get_batch, unigram_perplexity, Corpus, Tokenizer};
 use quill::nn::functional::{cross_entropy, Reduction};
 use quill::nn::models::{parameter_count, LanguageModel, SeqKind, SeqState};
@@ -91,6 +91,9 @@ fn print_sample(
         top_k: 40,
         seed: o.seed,
     };
+    if report::mode() == report::Mode::Quiet {
+        return Ok(());
+    }
     model.eval();
     let mut text = String::new();
     let r = sampler.sample("", &draw, |s| {
@@ -99,7 +102,11 @@ fn print_sample(
     });
     model.train();
     r?;
-    println!("  sample: {}", text.trim());
+    report::progress(
+        "sample",
+        || format!("  sample: {}", text.trim()),
+        serde_json::json!({"text": text.trim()}),
+    );
     Ok(())
 }
 
@@ -192,17 +199,35 @@ pub fn run(o: Options) -> Result<(), String> {
         let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0, vocab))?;
         start = r.epoch;
         rows = metrics::reconcile(&csv, start, r.history, true)?;
-        println!(
-            "resumed from {} after epoch {start}",
-            o.checkpoint_path().display()
+        report::progress(
+            "resumed",
+            || {
+                format!(
+                    "resumed from {} after epoch {start}",
+                    o.checkpoint_path().display()
+                )
+            },
+            serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
         );
     }
-    println!(
+    let n_params = parameter_count(&model);
+    let setup = serde_json::json!({
+        "task": "lm", "model": o.model, "parameters": n_params, "layers": o.layers,
+        "hidden": o.hidden, "embedding": o.embedding, "data": o.data,
+        "train_tokens": corpus.train.len(), "tokens": o.tokens, "vocabulary": vocab,
+        "verified": corpus.verified, "batch_size": o.batch_size, "bptt": o.bptt,
+        "optimizer": o.optimizer, "lr": o.lr(), "epochs": o.epochs,
+        "unigram_perplexity": baseline, "threads": rayon::current_num_threads(),
+    });
+    report::progress(
+        "setup",
+        || {
+            format!(
         "training a {} language model ({} parameters, {} layers, hidden {}, embedding {}) on {} \
          ({} {} tokens, vocabulary {vocab}{}), batch {} x bptt {}, {} lr {}, {} threads; \
          unigram test perplexity {baseline:.2}; data loaded in {:.1} s",
         o.model,
-        parameter_count(&model),
+        n_params,
         o.layers,
         o.hidden,
         o.embedding,
@@ -220,16 +245,12 @@ pub fn run(o: Options) -> Result<(), String> {
         o.lr(),
         rayon::current_num_threads(),
         t0.elapsed().as_secs_f64()
-    );
-    let style = ProgressStyle::with_template(
-        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
     )
-    .map_err(|e| e.to_string())?
-    .progress_chars("=> ");
+        },
+        setup,
+    );
     for epoch in start + 1..=o.epochs {
-        let bar = ProgressBar::new(steps as u64)
-            .with_style(style.clone())
-            .with_prefix(format!("epoch {epoch}/{}", o.epochs));
+        let bar = report::bar(steps as u64, format!("epoch {epoch}/{}", o.epochs));
         let t = Instant::now();
         let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
         let mut state: Option<SeqState> = None;
@@ -274,7 +295,10 @@ pub fn run(o: Options) -> Result<(), String> {
             seconds: secs,
             samples_per_s: seen as f64 / secs,
         };
-        println!(
+        report::progress(
+            "epoch",
+            || {
+                format!(
             "epoch {epoch}/{}: train loss {:.4} ppl {:.2} | valid loss {:.4} ppl {:.2} acc {:.2}% | {:.1} s, {:.0} tokens/s",
             o.epochs,
             row.train_loss,
@@ -284,6 +308,9 @@ pub fn run(o: Options) -> Result<(), String> {
             100.0 * row.test_acc,
             secs,
             row.samples_per_s
+        )
+            },
+            row.json(),
         );
         rows.push(row);
         print_sample(&model, &corpus.dictionary, &o)?;
@@ -314,13 +341,22 @@ pub fn run(o: Options) -> Result<(), String> {
     }
     let (tl, _, tn) = evaluate(&model, &test, o.bptt)?;
     let ppl = (tl / tn.max(1) as f64).exp();
-    println!(
+    report::result(
+        "result",
+        || {
+            format!(
         "done: test perplexity {ppl:.2} against the unigram baseline's {baseline:.2} ({:.1}x lower); \
          {} and {} written, checkpoint {}",
         baseline / ppl,
         csv.display(),
         png.display(),
         o.checkpoint_path().display()
+    )
+        },
+        serde_json::json!({
+            "test_perplexity": ppl, "unigram_perplexity": baseline, "metrics": csv,
+            "curves": png, "checkpoint": o.checkpoint_path(),
+        }),
     );
     super::report_host_round_trips(o.device);
     Ok(())

@@ -16,6 +16,17 @@ pub struct Row {
     pub samples_per_s: f64,
 }
 
+impl Row {
+    /// The row as `--json`'s epoch fields (the CSV's columns).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "epoch": self.epoch, "train_loss": self.train_loss, "train_acc": self.train_acc,
+            "test_loss": self.test_loss, "test_acc": self.test_acc, "seconds": self.seconds,
+            "samples_per_s": self.samples_per_s,
+        })
+    }
+}
+
 const HEADER: &str = "epoch,train_loss,train_acc,test_loss,test_acc,seconds,samples_per_s";
 
 /// The metadata key of the checkpoint that holds the rows (CSV lines, no header).
@@ -145,9 +156,15 @@ pub fn reconcile(
         );
     }
     write_csv(csv, &rows)?;
-    println!(
-        "{} rebuilt from the checkpoint's history (epochs 1-{epoch})",
-        csv.display()
+    crate::report::progress(
+        "metrics_rebuilt",
+        || {
+            format!(
+                "{} rebuilt from the checkpoint's history (epochs 1-{epoch})",
+                csv.display()
+            )
+        },
+        serde_json::json!({"metrics": csv, "epochs": epoch}),
     );
     Ok(rows)
 }

@@ -16,7 +16,8 @@ pub(crate) mod plot;
 
 pub use options::USAGE;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::report;
+use indicatif::ProgressBar;
 use metrics::Row;
 use options::{Options, Task};
 use quill::data::{DataLoader, Dataset, Mnist, Normalize, TensorDataset};
@@ -27,6 +28,12 @@ use quill::tensor::{no_grad, Tensor};
 use quill::{s, NDArray};
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+/// The image job's input normalisation (MNIST's pixel mean and standard deviation on [0, 1]),
+/// recorded in every checkpoint so `evaluate` and `predict` apply the same.
+pub(crate) const MNIST_MEAN: f64 = 0.1307;
+/// See [`MNIST_MEAN`].
+pub(crate) const MNIST_STD: f64 = 0.3081;
 
 /// A quill error as the CLI's error string.
 pub(crate) fn q<T>(r: quill::Result<T>) -> Result<T, String> {
@@ -105,6 +112,10 @@ fn meta_of(o: &Options, epoch: usize) -> BTreeMap<String, String> {
         ("optimizer".to_string(), o.optimizer.clone()),
         ("seed".to_string(), o.seed.to_string()),
         ("batch_size".to_string(), o.batch_size.to_string()),
+        ("input_shape".to_string(), "1,28,28".to_string()),
+        ("classes".to_string(), "10".to_string()),
+        ("normalize_mean".to_string(), MNIST_MEAN.to_string()),
+        ("normalize_std".to_string(), MNIST_STD.to_string()),
     ])
 }
 
@@ -185,7 +196,10 @@ pub fn default_setup(model: &str) -> Result<(Sequential, Box<dyn Optimizer>, Dat
     let loader = q(DataLoader::new(q(train.into_dataset())?, o.batch_size))?
         .shuffle(true)
         .seed(o.seed)
-        .transform(q(Normalize::new(&[0.1307], &[0.3081]))?);
+        .transform(q(Normalize::new(
+            &[MNIST_MEAN as f32],
+            &[MNIST_STD as f32],
+        ))?);
     let model = build_model(&o)?;
     let opt = build_optimizer(&o, model.parameters())?;
     Ok((model, opt, loader))
@@ -224,16 +238,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
 /// Prints one finished epoch and appends it to `rows`; `suffix` follows the numbers (e.g.
 /// " (2 ranks)").
 pub(super) fn report_epoch(o: &Options, row: Row, rows: &mut Vec<Row>, suffix: &str) {
-    println!(
-        "epoch {}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s{suffix}",
-        row.epoch,
-        o.epochs,
-        row.train_loss,
-        100.0 * row.train_acc,
-        row.test_loss,
-        100.0 * row.test_acc,
-        row.seconds,
-        row.samples_per_s
+    report::progress(
+        "epoch",
+        || {
+            format!(
+            "epoch {}/{}: train loss {:.4} acc {:.2}% | test loss {:.4} acc {:.2}% | {:.1} s, {:.0} samples/s{suffix}",
+            row.epoch,
+            o.epochs,
+            row.train_loss,
+            100.0 * row.train_acc,
+            row.test_loss,
+            100.0 * row.test_acc,
+            row.seconds,
+            row.samples_per_s
+        )
+        },
+        row.json(),
     );
     rows.push(row);
 }
@@ -276,7 +296,7 @@ pub(super) fn total_steps(o: &Options, steps_per_epoch: usize) -> Result<usize, 
 
 fn train(o: Options) -> Result<(), String> {
     let t0 = Instant::now();
-    let norm = || Normalize::new(&[0.1307], &[0.3081]);
+    let norm = || Normalize::new(&[MNIST_MEAN as f32], &[MNIST_STD as f32]);
     let train = q(Mnist::load(&o.data, true))?;
     let test = q(Mnist::load(&o.data, false))?;
     let train_ds = limit(q(train.into_dataset())?, o.limit)?;
@@ -314,33 +334,42 @@ fn train(o: Options) -> Result<(), String> {
         let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
         start = r.epoch;
         rows = metrics::reconcile(&csv, start, r.history, true)?;
-        println!(
-            "resumed from {} after epoch {start}",
-            o.checkpoint_path().display()
+        report::progress(
+            "resumed",
+            || {
+                format!(
+                    "resumed from {} after epoch {start}",
+                    o.checkpoint_path().display()
+                )
+            },
+            serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
         );
     }
-    println!(
-        "training {} ({} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {}, {} threads; data loaded in {:.1} s",
-        o.model,
-        models::parameter_count(&model),
-        o.data.display(),
-        loader.dataset().len(),
-        test_loader.dataset().len(),
-        o.optimizer,
-        o.lr(),
-        o.batch_size,
-        rayon::current_num_threads(),
-        t0.elapsed().as_secs_f64()
+    let params = models::parameter_count(&model);
+    let (n_train, n_test) = (loader.dataset().len(), test_loader.dataset().len());
+    report::progress(
+        "setup",
+        || {
+            format!(
+            "training {} ({params} parameters) on {} ({n_train} train / {n_test} test samples) with {}, lr {}, batch {}, {} threads; data loaded in {:.1} s",
+            o.model,
+            o.data.display(),
+            o.optimizer,
+            o.lr(),
+            o.batch_size,
+            rayon::current_num_threads(),
+            t0.elapsed().as_secs_f64()
+        )
+        },
+        serde_json::json!({
+            "task": "mnist", "model": o.model, "parameters": params, "data": o.data,
+            "train_samples": n_train, "test_samples": n_test, "optimizer": o.optimizer,
+            "lr": o.lr(), "batch_size": o.batch_size, "epochs": o.epochs,
+            "threads": rayon::current_num_threads(),
+        }),
     );
-    let style = ProgressStyle::with_template(
-        "{prefix} [{bar:30.cyan/blue}] {pos}/{len} {elapsed_precise} {msg}",
-    )
-    .map_err(|e| e.to_string())?
-    .progress_chars("=> ");
     for epoch in start + 1..=o.epochs {
-        let bar = ProgressBar::new(loader.len() as u64)
-            .with_style(style.clone())
-            .with_prefix(format!("epoch {epoch}/{}", o.epochs));
+        let bar = report::bar(loader.len() as u64, format!("epoch {epoch}/{}", o.epochs));
         let t = Instant::now();
         let (loss_sum, correct, seen) = train_epoch(
             &model,
@@ -374,13 +403,23 @@ fn train(o: Options) -> Result<(), String> {
         )?;
     }
     if let Some(last) = rows.last() {
-        println!(
-            "done: test accuracy {:.2}% after {} epochs; {} and {} written, checkpoint {}",
-            100.0 * last.test_acc,
-            last.epoch,
-            csv.display(),
-            png.display(),
-            o.checkpoint_path().display()
+        report::result(
+            "result",
+            || {
+                format!(
+                    "done: test accuracy {:.2}% after {} epochs; {} and {} written, checkpoint {}",
+                    100.0 * last.test_acc,
+                    last.epoch,
+                    csv.display(),
+                    png.display(),
+                    o.checkpoint_path().display()
+                )
+            },
+            serde_json::json!({
+                "test_accuracy": last.test_acc, "test_loss": last.test_loss,
+                "epochs": last.epoch, "metrics": csv, "curves": png,
+                "checkpoint": o.checkpoint_path(),
+            }),
         );
     }
     report_host_round_trips(o.device);
@@ -394,14 +433,21 @@ pub(crate) fn report_host_round_trips(device: quill::Device) {
         return;
     }
     let trips = quill::host_round_trips();
-    if trips.is_empty() {
-        println!("host round trips: none (every op ran on {device})");
-        return;
-    }
     let total: u64 = trips.iter().map(|(_, n)| n).sum();
     let list: Vec<String> = trips.iter().map(|(op, n)| format!("{op} {n}")).collect();
-    println!(
-        "host round trips: {total} (ops without a {device} kernel, run on host copies: {})",
-        list.join(", ")
+    let by_op: serde_json::Map<String, serde_json::Value> = trips
+        .iter()
+        .map(|(op, n)| (op.to_string(), (*n).into()))
+        .collect();
+    report::progress(
+        "host_round_trips",
+        || match total {
+            0 => format!("host round trips: none (every op ran on {device})"),
+            _ => format!(
+                "host round trips: {total} (ops without a {device} kernel, run on host copies: {})",
+                list.join(", ")
+            ),
+        },
+        serde_json::json!({"device": device.to_string(), "total": total, "ops": by_op}),
     );
 }
