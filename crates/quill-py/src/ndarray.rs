@@ -22,6 +22,7 @@ pub struct PyDevice {
 #[quill_py_guard::guard("Device")]
 #[pymethods]
 impl PyDevice {
+    /// The device kind as a string: 'cpu' or 'cuda' (without the index).
     #[getter]
     fn name(&self) -> String {
         match self.device {
@@ -36,6 +37,7 @@ impl PyDevice {
             Device::Cuda(i) => Device::cuda_device_count() > i,
         }
     }
+    /// repr(d): the call that makes this device: 'cpu()', 'cuda()' or 'cuda(i)'.
     fn __repr__(&self) -> String {
         match self.device {
             Device::Cpu => "cpu()".into(),
@@ -43,6 +45,7 @@ impl PyDevice {
             Device::Cuda(i) => format!("cuda({i})"),
         }
     }
+    /// hash(d), consistent with ==, so devices work as dict keys and in sets.
     fn __hash__(&self) -> u64 {
         match self.device {
             Device::Cpu => 0,
@@ -61,6 +64,7 @@ impl PyDevice {
     }
 }
 
+/// The CPU device (a BackendDevice), where arrays live unless a device is given.
 #[quill_py_guard::guard]
 #[pyfunction]
 pub fn cpu() -> PyDevice {
@@ -69,6 +73,8 @@ pub fn cpu() -> PyDevice {
     }
 }
 
+/// The CUDA device with ordinal `index` (0: the first GPU). Making it checks nothing, so call
+/// `.enabled()` before putting arrays on it.
 #[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (index = 0))]
@@ -97,6 +103,7 @@ pub fn from_dlpack(
     Ok(PyNDArray::wrap(a))
 }
 
+/// The device new arrays get when none is given: always `cpu()`.
 #[quill_py_guard::guard]
 #[pyfunction]
 pub fn default_device() -> PyResult<PyDevice> {
@@ -245,6 +252,10 @@ fn usize_shape(v: &[isize], op: &str) -> PyResult<Vec<usize>> {
 #[quill_py_guard::guard("NDArray")]
 #[pymethods]
 impl PyNDArray {
+    /// `NDArray(data, device=None, dtype=None)`: a new array, always a copy, from an NDArray or
+    /// anything `numpy.asarray` takes. Python floats become float32 (needle's default), NumPy
+    /// arrays and scalars keep their dtype, `dtype` converts; the array is put on `device`, the CPU
+    /// when None (even when `data` is a GPU NDArray).
     #[new]
     #[pyo3(signature = (data, device = None, dtype = None))]
     fn new(
@@ -318,36 +329,46 @@ impl PyNDArray {
         Ok(PyNDArray::wrap(v.to_device(dev).q()?))
     }
 
+    /// The dimensions as a tuple of ints, as NumPy's `.shape` (`()` for a 0-d array).
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.shape())
     }
+    /// The step between neighbours along each axis, a tuple of ints counted in elements (needle's
+    /// convention; NumPy's `.strides` counts bytes). A stride is 0 along a broadcast axis and
+    /// negative along a flipped one.
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.strides())
     }
+    /// Where this view's first element sits in its buffer, in elements (needle's `_offset`).
     #[getter]
     fn offset(&self) -> usize {
         self.inner.offset()
     }
+    /// The number of elements, the product of `shape` (1 for a 0-d array).
     #[getter]
     fn size(&self) -> usize {
         self.inner.numel()
     }
+    /// The number of axes, `len(shape)`.
     #[getter]
     fn ndim(&self) -> usize {
         self.inner.ndim()
     }
+    /// The element type as NumPy's name: 'float32', 'int64', 'bool', 'bfloat16', ...
     #[getter]
     fn dtype(&self) -> &'static str {
         np_name(self.inner.dtype())
     }
+    /// The BackendDevice that holds this array's buffer.
     #[getter]
     fn device(&self) -> PyDevice {
         PyDevice {
             device: self.inner.device(),
         }
     }
+    /// len(a): the length of the first axis; a 0-d array raises TypeError.
     fn __len__(&self) -> PyResult<usize> {
         self.inner
             .shape()
@@ -389,16 +410,24 @@ impl PyNDArray {
             PyNDArray::wrap(c)
         })
     }
+    /// The array with a new shape, given as ints or one tuple (one dim may be -1): a view of the
+    /// same buffer when the strides allow one, else a C-order copy, as NumPy. A shape of another
+    /// size is a ValueError.
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(
             self.inner.reshape(&shape_args(shape)?).q()?,
         ))
     }
+    /// The axes reordered, given as ints or one tuple (`axes[i]` is the source of result axis i, as
+    /// `np.transpose(a, axes)`): a view of the same buffer, no copy.
     #[pyo3(signature = (*axes))]
     fn permute(&self, axes: &Bound<'_, PyTuple>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.permute(&shape_args(axes)?).q()?))
     }
+    /// A read-only view of `shape` (ints or one tuple) under NumPy's broadcasting rules, stride 0
+    /// along repeated axes, as `np.broadcast_to`. Incompatible shapes and negative dims are a
+    /// ValueError.
     #[pyo3(signature = (*shape))]
     fn broadcast_to(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let s = usize_shape(&shape_args(shape)?, "broadcast_to")?;
@@ -407,6 +436,8 @@ impl PyNDArray {
             self.inner.broadcast_to(&s).q()?.into_readonly(),
         ))
     }
+    /// The order reversed along `axes` (an int, a tuple, or None for every axis), as `np.flip`: a
+    /// view with negative strides, no copy.
     #[pyo3(signature = (axes = None))]
     fn flip(&self, axes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let ax = axes_of(axes)?.unwrap_or_else(|| (0..self.inner.ndim() as isize).collect());
@@ -417,18 +448,28 @@ impl PyNDArray {
     fn pad(&self, axes: Vec<(usize, usize)>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.pad(&axes).q()?))
     }
+    /// A new contiguous array converted to `dtype` (a name such as 'float16' or a NumPy dtype) with
+    /// NumPy's cast rules; a copy even when the dtype is unchanged. An unsupported dtype is a
+    /// TypeError.
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.astype(dtype_of(dtype)?).q()?))
     }
+    /// This array on `device`: the same array (no copy) when it is there already, else a contiguous
+    /// copy there.
     fn to(&self, device: PyRef<PyDevice>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.to_device(device.device).q()?))
     }
+    /// Sets every element to the Python number `value`, in place (every view of the buffer sees
+    /// it), and returns None. An integer the dtype cannot hold raises OverflowError, a non-number
+    /// TypeError, a read-only (broadcast) array ValueError.
     fn fill(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.inner.check_writable("fill").q()?;
         let s = fill_scalar(value, self.inner.dtype())?
             .ok_or_else(|| PyTypeError::new_err("fill takes a number"))?;
         self.inner.assign_scalar(s).q()
     }
+    /// A NumPy array with this array's values: always a C-order copy (bfloat16 comes out as
+    /// float32). `np.asarray(a)` shares the memory instead where it can.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)
     }
@@ -499,17 +540,27 @@ impl PyNDArray {
         let _ = stream;
         crate::export::export_dlpack(py, &self.inner, max_version, dl_device, copy)
     }
+    /// DLPack's `(device_type, device_id)` of this array's buffer: `(1, 0)` on the CPU, `(2, i)` on
+    /// CUDA device i.
     fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         crate::export::dlpack_device(py, &self.inner)
     }
+    /// The one element as a Python int, float or bool (NumPy's `.item()`); an array of any other
+    /// size raises ValueError.
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = to_numpy(py, &self.inner)?;
         v.call_method0("item")
     }
+    /// The elements as nested Python lists of Python scalars (NumPy's `.tolist()`); a 0-d array
+    /// gives a bare scalar.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)?.call_method0("tolist")
     }
 
+    /// a[idx] with NumPy basic indexing (ints, slices of any step, None, ...): a view of the same
+    /// buffer, each int dropping its axis. A bool NDArray mask over the leading axes gives a copy
+    /// of the selected elements (shape `(count,) + rest`); other index types and out-of-range ints
+    /// raise IndexError.
     fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<Self> {
         if let Some(mask) = bool_mask(idx) {
             return Ok(PyNDArray::wrap(
@@ -518,6 +569,10 @@ impl PyNDArray {
         }
         Ok(PyNDArray::wrap(self.inner.slice(&index_of(idx)?).q()?))
     }
+    /// a[idx] = value, written into this array's buffer (views of it see the change); `idx` as in
+    /// `a[idx]`, a bool NDArray mask included. `value` (a Python number, an NDArray or anything
+    /// NumPy takes) is broadcast and cast to a's dtype; an integer the dtype cannot hold raises
+    /// OverflowError, a read-only (broadcast) array ValueError.
     fn __setitem__(&self, idx: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let dtype = self.inner.dtype();
         if let Some(mask) = bool_mask(idx) {
@@ -540,36 +595,54 @@ impl PyNDArray {
         }
     }
 
+    /// a + b elementwise with NumPy broadcasting and type promotion; Python scalars are weak
+    /// (NEP 50), other non-NDArray operands go through `numpy.asarray`.
     fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Add, o, false).map(PyNDArray::wrap)
     }
+    /// b + a with this array on the right; rules as `a + b`.
     fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Add, o, true).map(PyNDArray::wrap)
     }
+    /// a - b elementwise with NumPy broadcasting and type promotion; Python scalars are weak
+    /// (NEP 50). bool - bool is a TypeError, as NumPy.
     fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Sub, o, false).map(PyNDArray::wrap)
     }
+    /// b - a with this array on the right; rules as `a - b`.
     fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Sub, o, true).map(PyNDArray::wrap)
     }
+    /// a * b elementwise with NumPy broadcasting and type promotion; Python scalars are weak
+    /// (NEP 50).
     fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Mul, o, false).map(PyNDArray::wrap)
     }
+    /// b * a with this array on the right; rules as `a * b`.
     fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Mul, o, true).map(PyNDArray::wrap)
     }
+    /// a / b, true division elementwise with NumPy broadcasting and type promotion: integer and
+    /// bool operands give float64; Python scalars are weak (NEP 50).
     fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Div, o, false).map(PyNDArray::wrap)
     }
+    /// b / a with this array on the right; rules as `a / b`.
     fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Div, o, true).map(PyNDArray::wrap)
     }
+    /// a % b elementwise, Python's remainder (the sign of the divisor, NumPy's `remainder`), with
+    /// NumPy broadcasting and type promotion; Python scalars are weak (NEP 50).
     fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Remainder, o, false).map(PyNDArray::wrap)
     }
+    /// b % a with this array on the right; rules as `a % b`.
     fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Remainder, o, true).map(PyNDArray::wrap)
     }
+    /// a ** b elementwise with NumPy broadcasting and type promotion; Python scalars are weak
+    /// (NEP 50). An integer base with a negative integer exponent is a ValueError, and `pow` with a
+    /// modulus a TypeError.
     fn __pow__(&self, o: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<Self> {
         if !modulo.is_none() {
             return Err(PyTypeError::new_err(
@@ -578,9 +651,13 @@ impl PyNDArray {
         }
         binary(&self.inner, BinaryOp::Pow, o, false).map(PyNDArray::wrap)
     }
+    /// b ** a with this array as the exponent; rules as `a ** b`.
     fn __rpow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Pow, o, true).map(PyNDArray::wrap)
     }
+    /// a @ b, NumPy's matmul: a 1-D operand is a row (left) or column (right) vector whose axis is
+    /// dropped from the result, higher ranks are stacks of matrices whose batch dims broadcast;
+    /// dtypes promote. A 0-d operand or a Python number is a ValueError (use `*`).
     fn __matmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         match operand(o)? {
             Operand::Array(b) => Ok(PyNDArray::wrap(self.inner.matmul(&b).q()?)),
@@ -589,6 +666,7 @@ impl PyNDArray {
             )),
         }
     }
+    /// b @ a with this array on the right; rules as `a @ b`.
     fn __rmatmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         match operand(o)? {
             Operand::Array(b) => Ok(PyNDArray::wrap(b.matmul(&self.inner).q()?)),
@@ -597,33 +675,48 @@ impl PyNDArray {
             )),
         }
     }
+    /// a & b elementwise: bitwise AND of integers, logical AND of bools, with NumPy broadcasting
+    /// and promotion; float operands raise TypeError.
     fn __and__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitAnd, o, false).map(PyNDArray::wrap)
     }
+    /// b & a with this array on the right; rules as `a & b`.
     fn __rand__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitAnd, o, true).map(PyNDArray::wrap)
     }
+    /// a | b elementwise: bitwise OR of integers, logical OR of bools, with NumPy broadcasting and
+    /// promotion; float operands raise TypeError.
     fn __or__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitOr, o, false).map(PyNDArray::wrap)
     }
+    /// b | a with this array on the right; rules as `a | b`.
     fn __ror__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitOr, o, true).map(PyNDArray::wrap)
     }
+    /// a ^ b elementwise: bitwise XOR of integers, logical XOR of bools, with NumPy broadcasting
+    /// and promotion; float operands raise TypeError.
     fn __xor__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitXor, o, false).map(PyNDArray::wrap)
     }
+    /// b ^ a with this array on the right; rules as `a ^ b`.
     fn __rxor__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::BitXor, o, true).map(PyNDArray::wrap)
     }
+    /// a << b elementwise on integers, with NumPy broadcasting and promotion; a shift by the bit
+    /// width or more gives 0. Float and bool operands raise TypeError.
     fn __lshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Shl, o, false).map(PyNDArray::wrap)
     }
+    /// b << a with this array on the right; rules as `a << b`.
     fn __rlshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Shl, o, true).map(PyNDArray::wrap)
     }
+    /// a >> b elementwise on integers (arithmetic for signed dtypes), with NumPy broadcasting and
+    /// promotion. Float and bool operands raise TypeError.
     fn __rshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Shr, o, false).map(PyNDArray::wrap)
     }
+    /// b >> a with this array on the right; rules as `a >> b`.
     fn __rrshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Shr, o, true).map(PyNDArray::wrap)
     }
@@ -644,63 +737,103 @@ impl PyNDArray {
     }
     // In-place operators write through the view (NumPy's `a += b`); the result must keep the
     // destination's dtype kind and shape.
+    /// a += b in place: the result is written into a's buffer, so every view of that buffer sees
+    /// it. b broadcasts to a's shape, which cannot change, and the result must cast to a's dtype
+    /// within its kind (int += float is a TypeError); a read-only (broadcast) array raises
+    /// ValueError.
     fn __iadd__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Add, o)
     }
+    /// a -= b in place, written through to every view of a's buffer; rules as `a += b`.
     fn __isub__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Sub, o)
     }
+    /// a *= b in place, written through to every view of a's buffer; rules as `a += b`.
     fn __imul__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Mul, o)
     }
+    /// a /= b in place, written through to every view of a's buffer; for float arrays (an integer
+    /// or bool array raises TypeError, the quotient being float), other rules as `a += b`.
     fn __itruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Div, o)
     }
+    /// a %= b in place (Python's remainder), written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __imod__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Remainder, o)
     }
+    /// a **= b in place, written through to every view of a's buffer; rules as `a += b`, and a
+    /// negative integer exponent of an integer array is a ValueError.
     fn __ipow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Pow, o)
     }
+    /// a &= b in place on integers or bools, written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __iand__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::BitAnd, o)
     }
+    /// a |= b in place on integers or bools, written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __ior__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::BitOr, o)
     }
+    /// a ^= b in place on integers or bools, written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __ixor__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::BitXor, o)
     }
+    /// a <<= b in place on integers, written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __ilshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Shl, o)
     }
+    /// a >>= b in place on integers, written through to every view of a's buffer; rules as
+    /// `a += b`.
     fn __irshift__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::Shr, o)
     }
+    /// -a elementwise in a's dtype (integers wrap, as NumPy); a bool array raises TypeError.
     fn __neg__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Neg).q()?))
     }
+    /// abs(a) elementwise in a's dtype (the signed integer minimum wraps to itself); a bool array
+    /// comes back as a copy.
     fn __abs__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unary(UnaryOp::Abs).q()?))
     }
+    /// a == b elementwise: a bool array, with NumPy broadcasting and type promotion; Python scalars
+    /// are weak (NEP 50).
     fn __eq__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Eq, o, false).map(PyNDArray::wrap)
     }
+    /// a != b elementwise: a bool array (True where either is NaN), with NumPy broadcasting and
+    /// type promotion; Python scalars are weak (NEP 50).
     fn __ne__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Ne, o, false).map(PyNDArray::wrap)
     }
+    /// a < b elementwise: a bool array, with NumPy broadcasting and type promotion; Python scalars
+    /// are weak (NEP 50).
     fn __lt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Lt, o, false).map(PyNDArray::wrap)
     }
+    /// a <= b elementwise: a bool array, with NumPy broadcasting and type promotion; Python scalars
+    /// are weak (NEP 50).
     fn __le__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Le, o, false).map(PyNDArray::wrap)
     }
+    /// a > b elementwise: a bool array, with NumPy broadcasting and type promotion; Python scalars
+    /// are weak (NEP 50).
     fn __gt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Gt, o, false).map(PyNDArray::wrap)
     }
+    /// a >= b elementwise: a bool array, with NumPy broadcasting and type promotion; Python scalars
+    /// are weak (NEP 50).
     fn __ge__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::Ge, o, false).map(PyNDArray::wrap)
     }
+    /// Sum over `axis` (an int, a tuple, or None for all; `keepdims` keeps them as size 1): bool
+    /// and signed integers give int64, unsigned uint64, floats keep their dtype (float16 and
+    /// bfloat16 accumulate in float32). An out-of-range axis raises IndexError.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn sum(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
         let ax = axes_of(axis)?;
@@ -708,6 +841,8 @@ impl PyNDArray {
             self.inner.sum(ax.as_deref(), keepdims).q()?,
         ))
     }
+    /// Maximum over `axis` (an int, a tuple, or None for all; `keepdims` keeps them as size 1), in
+    /// the array's dtype; NaN propagates. An empty reduction is a ValueError, as NumPy.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn max(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
         let ax = axes_of(axis)?;
@@ -715,6 +850,8 @@ impl PyNDArray {
             self.inner.max(ax.as_deref(), keepdims).q()?,
         ))
     }
+    /// Minimum over `axis` (an int, a tuple, or None for all; `keepdims` keeps them as size 1), in
+    /// the array's dtype; NaN propagates. An empty reduction is a ValueError, as NumPy.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn min(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
         let ax = axes_of(axis)?;
@@ -722,6 +859,8 @@ impl PyNDArray {
             self.inner.min(ax.as_deref(), keepdims).q()?,
         ))
     }
+    /// Mean over `axis` (an int, a tuple, or None for all; `keepdims` keeps them as size 1): bool
+    /// and integers give float64, floats keep their dtype; the mean of nothing is NaN.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn mean(&self, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Self> {
         let ax = axes_of(axis)?;
@@ -729,6 +868,9 @@ impl PyNDArray {
             self.inner.mean(ax.as_deref(), keepdims).q()?,
         ))
     }
+    /// Index (int64) of the first maximum along `axis` (an int), or into the flattened array for
+    /// None; `keepdims` keeps the reduced axes as size 1. NaN counts as the maximum; an empty
+    /// reduction is a ValueError.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn argmax(&self, axis: Option<isize>, keepdims: bool) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.argmax(axis, keepdims).q()?))
@@ -778,14 +920,19 @@ impl PyNDArray {
         };
         Ok(PyNDArray::wrap(r.q()?))
     }
+    /// Index (int64) of the first minimum along `axis` (an int), or into the flattened array for
+    /// None; `keepdims` keeps the reduced axes as size 1. An empty reduction is a ValueError.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn argmin(&self, axis: Option<isize>, keepdims: bool) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.argmin(axis, keepdims).q()?))
     }
+    /// The size-1 axes `axis` (an int or a tuple) removed: a view. An axis whose size is not 1 is a
+    /// ValueError.
     fn squeeze(&self, axis: &Bound<'_, PyAny>) -> PyResult<Self> {
         let ax = axes_of(Some(axis))?.unwrap_or_default();
         Ok(PyNDArray::wrap(self.inner.squeeze(&ax).q()?))
     }
+    /// A size-1 axis inserted at `axis` (negative counts from the end of the result): a view.
     fn expand_dims(&self, axis: isize) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.unsqueeze(axis).q()?))
     }
@@ -799,12 +946,17 @@ impl PyNDArray {
         };
         Ok(PyNDArray::wrap(r.q()?))
     }
+    /// Running sums along `axis` into a new array (the Array API's `cumulative_sum`): integers and
+    /// bool sum in int64, float16 and bfloat16 in float32 and are cast back; with `include_initial`
+    /// each lane starts with a 0 and is one longer.
     #[pyo3(signature = (axis, include_initial = false))]
     fn _cumsum(&self, axis: isize, include_initial: bool) -> PyResult<Self> {
         Ok(PyNDArray::wrap(
             self.inner.cumsum(axis, include_initial).q()?,
         ))
     }
+    /// The indices of the nonzero (True) elements, a tuple of int64 arrays, one per axis, in C
+    /// order (`np.nonzero`); a 0-d array is a ValueError.
     fn _nonzero<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let v: Vec<PyNDArray> = self
             .inner
@@ -815,6 +967,9 @@ impl PyNDArray {
             .collect();
         PyTuple::new(py, v)
     }
+    /// Where each of `values` would go in this sorted 1-D array to keep it sorted: int64 indices
+    /// shaped as `values`, before equal elements, or after them with `right` (`np.searchsorted`).
+    /// NaN sorts last; an array that is not 1-D is a ValueError.
     #[pyo3(signature = (values, right = false))]
     fn _searchsorted(&self, values: PyRef<PyNDArray>, right: bool) -> PyResult<Self> {
         Ok(PyNDArray::wrap(
@@ -827,6 +982,8 @@ impl PyNDArray {
             self.inner.index_select(axis, &indices.inner).q()?,
         ))
     }
+    /// `arrays` joined along `axis` into a new array: `kind="concat"` along an existing axis
+    /// (`np.concatenate`), any other kind along a new one (`np.stack`); dtypes promote.
     #[staticmethod]
     fn _join(kind: &str, arrays: Vec<PyRef<PyNDArray>>, axis: isize) -> PyResult<Self> {
         let v: Vec<&Core> = arrays.iter().map(|a| &a.inner).collect();
@@ -865,6 +1022,8 @@ impl PyNDArray {
             Core::where_(&c.inner, &a.inner, &b.inner).q()?,
         ))
     }
+    /// The Array API namespace for this array: the `quill.array_api` module (`api_version` is
+    /// accepted and not checked).
     #[pyo3(signature = (api_version = None))]
     fn __array_namespace__<'py>(
         &self,
@@ -875,6 +1034,7 @@ impl PyNDArray {
         Ok(py.import("quill.array_api")?.into_any())
     }
 
+    /// repr(a): the values and the device, as `NDArray(..., device=cpu())`.
     fn __repr__(&self) -> String {
         let dev = match self.inner.device() {
             Device::Cpu => "cpu()".to_string(),
@@ -882,9 +1042,12 @@ impl PyNDArray {
         };
         format!("NDArray({}, device={dev})", self.inner)
     }
+    /// str(a): the values, without the device.
     fn __str__(&self) -> String {
         self.inner.to_string()
     }
+    /// bool(a) for a one-element array; any other size is a ValueError (use any() or all()), as
+    /// NumPy.
     fn __bool__(&self) -> PyResult<bool> {
         if self.inner.numel() != 1 {
             return Err(PyValueError::new_err(format!(
@@ -894,10 +1057,12 @@ impl PyNDArray {
         }
         self.inner.item::<bool>().q()
     }
+    /// float(a) for a one-element array of any dtype; any other size raises TypeError.
     fn __float__(&self) -> PyResult<f64> {
         self.one("float")?;
         self.inner.item::<f64>().q()
     }
+    /// complex(a): `float(a)` as a complex number; one-element arrays only (TypeError otherwise).
     fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.__float__()?;
         py.import("builtins")?.getattr("complex")?.call1((v,))
@@ -922,15 +1087,20 @@ impl PyNDArray {
         self.one("index")?;
         self.int_item()
     }
+    /// +a: a new copy of a, same dtype and values.
     fn __pos__(&self) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.deep_copy().q()?))
     }
+    /// a // b elementwise, NumPy's `floor_divide` (integer division by zero gives 0), with NumPy
+    /// broadcasting and type promotion; Python scalars are weak (NEP 50).
     fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::FloorDiv, o, false).map(PyNDArray::wrap)
     }
+    /// b // a with this array on the right; rules as `a // b`.
     fn __rfloordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         binary(&self.inner, BinaryOp::FloorDiv, o, true).map(PyNDArray::wrap)
     }
+    /// a //= b in place, written through to every view of a's buffer; rules as `a += b`.
     fn __ifloordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
         in_place(&self.inner, BinaryOp::FloorDiv, o)
     }

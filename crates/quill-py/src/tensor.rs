@@ -131,28 +131,36 @@ impl PyTensor {
         Ok(wrap(Tensor::from_array(a, rg).q()?))
     }
 
+    /// The dimensions as a tuple of ints (`()` for a 0-d tensor).
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.shape())
     }
+    /// The number of axes, `len(shape)`.
     #[getter]
     fn ndim(&self) -> usize {
         self.inner.ndim()
     }
+    /// The number of elements, the product of `shape` (1 for a 0-d tensor).
     #[getter]
     fn size(&self) -> usize {
         self.inner.numel()
     }
+    /// The element type as NumPy's name: 'float32', 'float64', 'int64', ...
     #[getter]
     fn dtype(&self) -> &'static str {
         np_name(self.inner.dtype())
     }
+    /// The BackendDevice the tensor's data lives on.
     #[getter]
     fn device(&self) -> PyDevice {
         PyDevice {
             device: self.inner.device(),
         }
     }
+    /// Whether backward() computes a gradient for this tensor: set on float leaves made with
+    /// `requires_grad=True`, and on op results that depend on such a tensor while gradients are
+    /// recorded.
     #[getter]
     fn requires_grad(&self) -> bool {
         self.inner.requires_grad()
@@ -161,6 +169,9 @@ impl PyTensor {
     fn is_leaf(&self) -> bool {
         self.inner.is_leaf()
     }
+    /// The gradient the last backward() left in this tensor, or None: a Tensor of this shape that
+    /// can itself be differentiated (`x.grad.backward()` gives second derivatives). Assigning
+    /// replaces it (None clears it); a tensor of another shape is a ValueError.
     #[getter]
     fn grad(&self) -> Option<PyTensor> {
         self.inner.grad().map(|g| PyTensor {
@@ -168,6 +179,8 @@ impl PyTensor {
             grad_of: Some(self.inner.clone()),
         })
     }
+    /// Replaces the gradient (None clears it), as optimizers and gradient clipping do; a tensor of
+    /// another shape is a ValueError.
     #[setter]
     fn set_grad(&self, g: Option<PyRef<PyTensor>>) -> PyResult<()> {
         crate::second_order::forget(&self.inner);
@@ -188,6 +201,8 @@ impl PyTensor {
             Other::S(s) => self.inner.array().assign_scalar(s).q(),
         }
     }
+    /// A new leaf with `requires_grad=False` over the same data (no copy), cut from the graph, as
+    /// PyTorch's `detach()`.
     fn detach(&self) -> PyTensor {
         wrap(self.inner.detach())
     }
@@ -234,13 +249,18 @@ impl PyTensor {
             .collect::<Vec<_>>();
         PyTuple::new(py, kept)
     }
+    /// The tensor's data as an NDArray (needle's `realize_cached_data`): the same buffer, no copy,
+    /// no graph.
     fn realize_cached_data(&self) -> PyNDArray {
         PyNDArray::wrap(self.inner.array().clone())
     }
+    /// The tensor's data as an NDArray over the same buffer, no copy (needle's `cached_data`).
     #[getter]
     fn cached_data(&self) -> PyResult<PyNDArray> {
         self.realize_cached_data()
     }
+    /// A NumPy array with the tensor's values: always a C-order copy (bfloat16 comes out as
+    /// float32), outside the graph.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, self.inner.array())
     }
@@ -257,9 +277,13 @@ impl PyTensor {
         let _ = stream;
         crate::export::export_dlpack(py, self.inner.array(), max_version, dl_device, copy)
     }
+    /// DLPack's `(device_type, device_id)` of the tensor's data: `(1, 0)` on the CPU, `(2, i)` on
+    /// CUDA device i.
     fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         crate::export::dlpack_device(py, self.inner.array())
     }
+    /// NumPy's conversion hook (`np.asarray(t)`): always a copy of the values, whatever `copy`
+    /// says, cast to `dtype` when one is given.
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,
@@ -274,12 +298,19 @@ impl PyTensor {
             _ => Ok(a),
         }
     }
+    /// The one element as a Python float, whatever the dtype; a tensor of any other size is a
+    /// ValueError.
     fn item(&self) -> PyResult<f64> {
         self.inner.item().q()
     }
+    /// This tensor on `device`, differentiable (the gradient flows back to the source device); the
+    /// same tensor when it is there already.
     fn to(&self, device: PyRef<PyDevice>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.to_device(device.device).q()?))
     }
+    /// A copy converted to `dtype` (a name or a NumPy dtype) with NumPy's casting, differentiable
+    /// (the gradient comes back in the input's dtype); the same tensor when the dtype already
+    /// matches.
     fn astype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.astype(dtype_of(dtype)?).q()?))
     }
@@ -327,9 +358,13 @@ impl PyTensor {
         Ok(())
     }
 
+    /// a + b elementwise, differentiable, with NumPy broadcasting and type promotion. b is a
+    /// Tensor, a Python number (weak, NEP 50; a parameter of the op, not an input), or an NDArray
+    /// or anything `numpy.asarray` takes (a constant).
     fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Add, o, false)
     }
+    /// b + a with this tensor on the right; rules as `a + b`.
     fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Add, o, true)
     }
@@ -342,24 +377,34 @@ impl PyTensor {
             Other::T(b) => Ok(wrap(self.inner.binary(BinaryOp::Add, &b.neg().q()?).q()?)),
         }
     }
+    /// b - a with this tensor on the right; rules as `a - b` (with a tensor or array b, needle's
+    /// graph `b + (-a)`).
     fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         match other(o)? {
             Other::S(_) => bin(&self.inner, BinaryOp::Sub, o, true),
             Other::T(b) => Ok(wrap(b.binary(BinaryOp::Add, &self.inner.neg().q()?).q()?)),
         }
     }
+    /// a * b elementwise, differentiable, with NumPy broadcasting and type promotion; Python
+    /// numbers are weak (NEP 50), arrays are constants.
     fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Mul, o, false)
     }
+    /// b * a with this tensor on the right; rules as `a * b`.
     fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Mul, o, true)
     }
+    /// a / b, true division elementwise, differentiable, with NumPy broadcasting and type promotion
+    /// (integer operands give float64); Python numbers are weak (NEP 50).
     fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Div, o, false)
     }
+    /// b / a with this tensor on the right; rules as `a / b`.
     fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Div, o, true)
     }
+    /// a ** b elementwise, differentiable in both operands, with NumPy broadcasting and type
+    /// promotion; Python numbers are weak (NEP 50). `pow` with a modulus is a TypeError.
     fn __pow__(&self, o: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         if !modulo.is_none() {
             return Err(PyTypeError::new_err(
@@ -368,18 +413,26 @@ impl PyTensor {
         }
         bin(&self.inner, BinaryOp::Pow, o, false)
     }
+    /// b ** a with this tensor as the exponent; rules as `a ** b`.
     fn __rpow__(&self, o: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         bin(&self.inner, BinaryOp::Pow, o, true)
     }
+    /// a @ b with b a Tensor: NumPy's matmul (1-D operands as vectors, batch dims broadcast),
+    /// differentiable.
     fn __matmul__(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.matmul(&o.inner).q()?))
     }
+    /// The matrix product `a @ b` (b a Tensor), as `__matmul__`.
     fn matmul(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
         self.__matmul__(o)
     }
+    /// -a elementwise, differentiable; a bool tensor raises TypeError.
     fn __neg__(&self) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.neg().q()?))
     }
+    /// a[idx] with NumPy basic indexing (ints, slices of any step, None, ...): a differentiable
+    /// view, whose gradient scatters back into zeros of a's shape. Masks and integer-array indices
+    /// are an IndexError.
     fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.slice(&index_of(idx)?).q()?))
     }
@@ -400,35 +453,53 @@ impl PyTensor {
         bin(&self.inner, b, other, reversed)
     }
 
+    /// Sum over `axes` (an int, a tuple, or None for all; `keepdims` keeps them as size 1),
+    /// differentiable; integer and bool tensors sum to int64 (uint64 for unsigned).
     #[pyo3(signature = (axes = None, keepdims = false))]
     fn sum(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
         let a = self::axes(axes)?;
         Ok(wrap(self.inner.sum(a.as_deref(), keepdims).q()?))
     }
+    /// Mean over `axes` (an int, a tuple, or None for all; `keepdims` keeps them as size 1),
+    /// differentiable: the sum over the count (integer tensors give float64; the mean of nothing is
+    /// NaN).
     #[pyo3(signature = (axes = None, keepdims = false))]
     fn mean(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
         let a = self::axes(axes)?;
         Ok(wrap(self.inner.mean(a.as_deref(), keepdims).q()?))
     }
+    /// Maximum over `axes` (an int, a tuple, or None for all; `keepdims` keeps them as size 1),
+    /// differentiable: tied maxima share the gradient equally. An empty reduction is a ValueError.
     #[pyo3(signature = (axes = None, keepdims = false))]
     fn max(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
         let a = self::axes(axes)?;
         Ok(wrap(self.inner.max(a.as_deref(), keepdims).q()?))
     }
+    /// `log(sum(exp(x)))` over `axes` (an int, a tuple, or None for all; `keepdims` keeps them as
+    /// size 1), computed stably by shifting by the maximum; differentiable.
     #[pyo3(signature = (axes = None, keepdims = false))]
     fn logsumexp(&self, axes: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<PyTensor> {
         let a = self::axes(axes)?;
         Ok(wrap(self.inner.logsumexp(a.as_deref(), keepdims).q()?))
     }
+    /// `x - logsumexp(x)` along `axis`: log-probabilities of the same shape, differentiable.
     fn log_softmax(&self, axis: isize) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.log_softmax(axis).q()?))
     }
+    /// `exp(x)` normalised to sum to 1 along `axis`, shifted by the maximum so large logits do not
+    /// overflow; same shape, differentiable.
     fn softmax(&self, axis: isize) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.softmax(axis).q()?))
     }
+    /// The tensor with a new shape (an int or a tuple; one dim may be -1), differentiable: a view
+    /// of the data when the strides allow one, else a copy. A shape of another size is a
+    /// ValueError.
     fn reshape(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.reshape(&shape_of(shape)?).q()?))
     }
+    /// The tensor broadcast to `shape` (an int or a tuple) by NumPy's rules: a stride-0 view,
+    /// differentiable (the gradient is summed back); the same tensor when the shape already
+    /// matches.
     fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(wrap(
             self.inner.broadcast_to(&to_usize(&shape_of(shape)?)?).q()?,
@@ -440,9 +511,13 @@ impl PyTensor {
         let (a, b) = axes.unwrap_or((-2, -1));
         Ok(wrap(self.inner.transpose(a, b).q()?))
     }
+    /// The axes reordered (`axes` a list or tuple; `axes[i]` is the source of result axis i): a
+    /// differentiable view.
     fn permute(&self, axes: Vec<isize>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.permute(&axes).q()?))
     }
+    /// The order reversed along `axes` (a list or tuple of ints): a differentiable view with
+    /// negative strides.
     fn flip(&self, axes: Vec<isize>) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.flip(&axes).q()?))
     }
@@ -464,6 +539,7 @@ impl PyTensor {
             .q()?;
         PyList::new(py, out)
     }
+    /// repr(t): the values and the device, as `quill.Tensor(..., device=cpu())`.
     fn __repr__(&self) -> String {
         let dev = match self.inner.device() {
             Device::Cpu => "cpu()".to_string(),
@@ -471,9 +547,11 @@ impl PyTensor {
         };
         format!("quill.Tensor({}, device={dev})", self.inner.array())
     }
+    /// str(t): the values, without the device.
     fn __str__(&self) -> String {
         self.inner.array().to_string()
     }
+    /// len(t): the length of the first axis; a 0-d tensor raises TypeError.
     fn __len__(&self) -> PyResult<usize> {
         self.inner
             .shape()
