@@ -10,6 +10,7 @@ mod backend;
 pub mod device;
 mod fallback;
 pub mod fused;
+pub mod linalg;
 pub mod ndarray;
 
 #[cfg(feature = "cuda")]

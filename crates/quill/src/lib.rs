@@ -30,7 +30,7 @@ pub use quill_array::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
 };
 pub use quill_array::{
-    device, fused_kernel, fused_ops, host_round_trips, ndarray, reset_host_round_trips,
+    device, fused_kernel, fused_ops, host_round_trips, linalg, ndarray, reset_host_round_trips,
     supported_ops, supports, Device, NDArray, Pinned,
 };
 pub use quill_core::{

@@ -1,0 +1,435 @@
+//! The factorizations and what derives from them, on faer: each matrix of the stack is read into
+//! a faer matrix in f64, factored, and written back row-major. Singular and non-positive-definite
+//! input is an error naming the op and the batch index, as NumPy's `LinAlgError` does.
+
+use super::{broadcast_batch, build, result_dtype, shape_of, stack, Stack};
+use crate::NDArray;
+use faer::linalg::solvers::{DenseSolveCore, Solve};
+use faer::{Mat, MatRef, Side};
+use quill_core::{DType, Error, Result};
+
+/// Which factors `qr` returns, as NumPy's `mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QrMode {
+    /// Q (m, k) and R (k, n) with k = min(m, n).
+    Reduced,
+    /// Q (m, m) and R (m, n).
+    Complete,
+}
+
+fn view(s: &Stack, i: usize) -> MatRef<'_, f64> {
+    MatRef::from_row_major_slice(s.matrix(i), s.m, s.n)
+}
+
+fn push(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
+    for i in 0..m.nrows() {
+        for j in 0..m.ncols() {
+            out.push(m[(i, j)]);
+        }
+    }
+}
+
+/// Where in the batch matrix `i` sits, for error messages: `[]` for a single matrix.
+fn at(batch: &[usize], mut i: usize) -> Vec<usize> {
+    let mut idx = vec![0; batch.len()];
+    for (k, &d) in batch.iter().enumerate().rev() {
+        idx[k] = i % d.max(1);
+        i /= d.max(1);
+    }
+    idx
+}
+
+fn singular(op: &'static str, batch: &[usize], i: usize) -> Error {
+    let which = if batch.is_empty() {
+        "the matrix".to_string()
+    } else {
+        format!("the matrix at batch index {:?}", at(batch, i))
+    };
+    Error::invalid(
+        op,
+        format!("{which} is singular (a zero pivot in its LU factorization)"),
+    )
+}
+
+/// Whether the LU factor `u` has an exactly zero pivot (what LAPACK's getrf reports).
+fn zero_pivot(u: MatRef<'_, f64>) -> bool {
+    (0..u.nrows().min(u.ncols())).any(|k| u[(k, k)] == 0.0)
+}
+
+/// The solution X of A X = B for each matrix of `a` (..., n, n). `b` is a vector (n,) when it
+/// has one dim, else a stack (..., n, k); the batch dims broadcast. Errors on a singular
+/// matrix, non-square `a` or sizes that differ.
+pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    const OP: &str = "linalg.solve";
+    let nd = a.ndim();
+    if nd < 2 || a.shape()[nd - 1] != a.shape()[nd - 2] {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "a needs square matrices (..., n, n), got shape {:?}",
+                a.shape()
+            ),
+        ));
+    }
+    let n = a.shape()[nd - 1];
+    let vector = b.ndim() == 1;
+    let b2 = if vector {
+        b.reshape(&[-1, 1])?
+    } else {
+        b.clone()
+    };
+    if b2.ndim() < 2 || b2.shape()[b2.ndim() - 2] != n {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "a has shape {:?} but b has shape {:?}: b needs {n} rows ((..., {n}, k) or ({n},))",
+                a.shape(),
+                b.shape()
+            ),
+        ));
+    }
+    let k = b2.shape()[b2.ndim() - 1];
+    let batch = broadcast_batch(
+        OP,
+        &a.shape()[..nd - 2],
+        &b2.shape()[..b2.ndim() - 2],
+        (a.shape(), b.shape()),
+    )?;
+    let a = a.broadcast_to(&shape_of(&batch, &[n, n]))?;
+    let b2 = b2.broadcast_to(&shape_of(&batch, &[n, k]))?;
+    let (sa, sb) = (stack(OP, &a, true)?, stack(OP, &b2, false)?);
+    let mut out = Vec::with_capacity(sb.data.len());
+    for i in 0..sa.count() {
+        let lu = view(&sa, i).partial_piv_lu();
+        if zero_pivot(lu.U()) {
+            return Err(singular(OP, &batch, i));
+        }
+        push(&mut out, lu.solve(view(&sb, i)).as_ref());
+    }
+    let dtype = promote(a.dtype(), b.dtype());
+    let tail: &[usize] = if vector { &[n] } else { &[n, k] };
+    build(out, &shape_of(&batch, tail), dtype, a.device())
+}
+
+/// The float dtype two linalg operands' result takes: the wider float, f64 for integers.
+fn promote(a: DType, b: DType) -> DType {
+    let f = |d: DType| if d.is_float() { d } else { DType::F64 };
+    match (f(a), f(b)) {
+        (x, y) if x == y => x,
+        (DType::F64, _) | (_, DType::F64) => DType::F64,
+        _ => DType::F32,
+    }
+}
+
+/// The inverse of each matrix of `a` (..., n, n); errors on a singular one.
+pub fn inv(a: &NDArray) -> Result<NDArray> {
+    const OP: &str = "linalg.inv";
+    let s = stack(OP, a, true)?;
+    let mut out = Vec::with_capacity(s.data.len());
+    for i in 0..s.count() {
+        let lu = view(&s, i).partial_piv_lu();
+        if zero_pivot(lu.U()) {
+            return Err(singular(OP, &s.batch, i));
+        }
+        push(&mut out, lu.inverse().as_ref());
+    }
+    build(out, a.shape(), result_dtype(a), a.device())
+}
+
+/// The sign (+1 or -1) of the row permutation `p` (forward indices).
+fn parity(p: &[usize]) -> f64 {
+    let mut seen = vec![false; p.len()];
+    let mut sign = 1.0;
+    for start in 0..p.len() {
+        let mut len = 0;
+        let mut j = start;
+        while !seen[j] {
+            seen[j] = true;
+            j = p[j];
+            len += 1;
+        }
+        if len > 0 && len % 2 == 0 {
+            sign = -sign;
+        }
+    }
+    sign
+}
+
+/// (sign, log |det|) of each matrix, from its LU factors: sign 0 and log |det| = -inf for a
+/// singular one.
+fn sign_logdet(s: &Stack, i: usize) -> (f64, f64) {
+    if s.n == 0 {
+        return (1.0, 0.0);
+    }
+    let lu = view(s, i).partial_piv_lu();
+    let u = lu.U();
+    let mut sign = parity(lu.P().arrays().0);
+    let mut log = 0.0;
+    for k in 0..s.n {
+        let d = u[(k, k)];
+        if d == 0.0 {
+            return (0.0, f64::NEG_INFINITY);
+        }
+        if d.is_nan() {
+            return (f64::NAN, f64::NAN);
+        }
+        sign *= d.signum();
+        log += d.abs().ln();
+    }
+    (sign, log)
+}
+
+/// The determinant of each matrix of `a` (..., n, n), shape (...).
+pub fn det(a: &NDArray) -> Result<NDArray> {
+    let s = stack("linalg.det", a, true)?;
+    // The product of the pivots (as LAPACK-based NumPy forms it), exact where the factors are.
+    let out = (0..s.count())
+        .map(|i| {
+            if s.n == 0 {
+                return 1.0;
+            }
+            let lu = view(&s, i).partial_piv_lu();
+            let u = lu.U();
+            (0..s.n).fold(parity(lu.P().arrays().0), |acc, k| acc * u[(k, k)])
+        })
+        .collect();
+    build(out, &s.batch, result_dtype(a), a.device())
+}
+
+/// (sign, log |det|) of each matrix of `a` (..., n, n), both of shape (...): the determinant
+/// without its overflow. A singular matrix gives sign 0 and log |det| = -inf, as NumPy.
+pub fn slogdet(a: &NDArray) -> Result<(NDArray, NDArray)> {
+    let s = stack("linalg.slogdet", a, true)?;
+    let (sign, log): (Vec<f64>, Vec<f64>) = (0..s.count()).map(|i| sign_logdet(&s, i)).unzip();
+    let (dt, dev) = (result_dtype(a), a.device());
+    Ok((
+        build(sign, &s.batch, dt, dev)?,
+        build(log, &s.batch, dt, dev)?,
+    ))
+}
+
+/// The Cholesky factor of each symmetric positive-definite matrix of `a` (..., n, n), read from
+/// its lower triangle: L with A = L Lᵀ, or U = Lᵀ with A = Uᵀ U when `upper`. Errors when a
+/// matrix is not positive definite.
+pub fn cholesky(a: &NDArray, upper: bool) -> Result<NDArray> {
+    const OP: &str = "linalg.cholesky";
+    let s = stack(OP, a, true)?;
+    let mut out = Vec::with_capacity(s.data.len());
+    for i in 0..s.count() {
+        let llt = view(&s, i).llt(Side::Lower).map_err(|_| {
+            let which = if s.batch.is_empty() {
+                "the matrix".to_string()
+            } else {
+                format!("the matrix at batch index {:?}", at(&s.batch, i))
+            };
+            Error::invalid(OP, format!("{which} is not positive definite"))
+        })?;
+        let l = llt.L();
+        if upper {
+            push(&mut out, l.transpose());
+        } else {
+            push(&mut out, l);
+        }
+    }
+    build(out, a.shape(), result_dtype(a), a.device())
+}
+
+/// Q and R with A = Q R for each matrix of `a` (..., m, n): Q with orthonormal columns, R upper
+/// triangular (`mode` picks their sizes). The signs of R's diagonal are faer's Householder
+/// choice, as LAPACK's may differ: each column of Q and row of R can flip together.
+pub fn qr(a: &NDArray, mode: QrMode) -> Result<(NDArray, NDArray)> {
+    let s = stack("linalg.qr", a, false)?;
+    let (m, n) = (s.m, s.n);
+    let k = m.min(n);
+    let (qc, rr) = match mode {
+        QrMode::Reduced => (k, k),
+        QrMode::Complete => (m, m),
+    };
+    let (mut q, mut r) = (Vec::new(), Vec::new());
+    for i in 0..s.count() {
+        if m == 0 || n == 0 {
+            // faer wants a non-empty matrix; Q is the identity's first columns, R zeros.
+            let eye = Mat::<f64>::from_fn(m, qc, |a, b| if a == b { 1.0 } else { 0.0 });
+            push(&mut q, eye.as_ref());
+            r.extend(std::iter::repeat_n(0.0, rr * n));
+            continue;
+        }
+        let f = view(&s, i).qr();
+        match mode {
+            QrMode::Reduced => {
+                push(&mut q, f.compute_thin_Q().as_ref());
+                push(&mut r, f.thin_R());
+            }
+            QrMode::Complete => {
+                push(&mut q, f.compute_Q().as_ref());
+                // faer keeps R's min(m, n) rows; the complete R has m, zeros below.
+                let fr = f.R();
+                push(&mut r, fr);
+                r.extend(std::iter::repeat_n(0.0, (m - fr.nrows()) * n));
+            }
+        }
+    }
+    let (dt, dev) = (result_dtype(a), a.device());
+    Ok((
+        build(q, &shape_of(&s.batch, &[m, qc]), dt, dev)?,
+        build(r, &shape_of(&s.batch, &[rr, n]), dt, dev)?,
+    ))
+}
+
+fn svd_error(op: &'static str) -> impl Fn(faer::linalg::svd::SvdError) -> Error {
+    move |e| Error::invalid(op, format!("the SVD did not converge ({e:?})"))
+}
+
+/// U, S, Vh with A = U diag(S) Vh for each matrix of `a` (..., m, n); S (..., k) descending,
+/// k = min(m, n). With `full_matrices`, U is (m, m) and Vh (n, n), else (m, k) and (k, n).
+pub fn svd(a: &NDArray, full_matrices: bool) -> Result<(NDArray, NDArray, NDArray)> {
+    const OP: &str = "linalg.svd";
+    let s = stack(OP, a, false)?;
+    let (m, n) = (s.m, s.n);
+    let k = m.min(n);
+    let (uc, vr) = if full_matrices { (m, n) } else { (k, k) };
+    let (mut u, mut sv, mut vh) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..s.count() {
+        if k == 0 {
+            let eye = |r: usize, c: usize| Mat::<f64>::from_fn(r, c, |a, b| f64::from(a == b));
+            push(&mut u, eye(m, uc).as_ref());
+            push(&mut vh, eye(vr, n).as_ref());
+            continue;
+        }
+        let mat = view(&s, i);
+        let f = if full_matrices {
+            mat.svd()
+        } else {
+            mat.thin_svd()
+        }
+        .map_err(svd_error(OP))?;
+        push(&mut u, f.U());
+        let d = f.S().column_vector();
+        sv.extend((0..k).map(|j| d[j]));
+        push(&mut vh, f.V().transpose());
+    }
+    let (dt, dev) = (result_dtype(a), a.device());
+    Ok((
+        build(u, &shape_of(&s.batch, &[m, uc]), dt, dev)?,
+        build(sv, &shape_of(&s.batch, &[k]), dt, dev)?,
+        build(vh, &shape_of(&s.batch, &[vr, n]), dt, dev)?,
+    ))
+}
+
+/// The singular values of each matrix of `a` (..., m, n), (..., min(m, n)), descending.
+pub fn svdvals(a: &NDArray) -> Result<NDArray> {
+    const OP: &str = "linalg.svdvals";
+    let s = stack(OP, a, false)?;
+    let k = s.m.min(s.n);
+    let mut out = Vec::with_capacity(s.count() * k);
+    for i in 0..s.count() {
+        if k == 0 {
+            continue;
+        }
+        let mut v = view(&s, i).singular_values().map_err(svd_error(OP))?;
+        v.sort_by(|x, y| y.total_cmp(x));
+        out.extend(v);
+    }
+    build(out, &shape_of(&s.batch, &[k]), result_dtype(a), a.device())
+}
+
+/// Eigenvalues (..., n), ascending, and eigenvectors (..., n, n) as columns, of each symmetric
+/// matrix of `a`, read from its lower triangle (NumPy's default `UPLO='L'`).
+pub fn eigh(a: &NDArray) -> Result<(NDArray, NDArray)> {
+    const OP: &str = "linalg.eigh";
+    let s = stack(OP, a, true)?;
+    let n = s.n;
+    let (mut w, mut v) = (Vec::new(), Vec::new());
+    for i in 0..s.count() {
+        if n == 0 {
+            continue;
+        }
+        let e = view(&s, i)
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| Error::invalid(OP, format!("the eigensolver did not converge ({e:?})")))?;
+        let d = e.S().column_vector();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&x, &y| d[x].total_cmp(&d[y]));
+        w.extend(order.iter().map(|&j| d[j]));
+        let u = e.U();
+        for r in 0..n {
+            v.extend(order.iter().map(|&j| u[(r, j)]));
+        }
+    }
+    let (dt, dev) = (result_dtype(a), a.device());
+    Ok((
+        build(w, &shape_of(&s.batch, &[n]), dt, dev)?,
+        build(v, a.shape(), dt, dev)?,
+    ))
+}
+
+/// The eigenvalues of each symmetric matrix of `a` (..., n, n), ascending (lower triangle).
+pub fn eigvalsh(a: &NDArray) -> Result<NDArray> {
+    Ok(eigh(a)?.0)
+}
+
+/// The cut-off below which singular values count as zero: `rtol` times the largest, with
+/// `rtol` defaulting to max(m, n) times the dtype's machine epsilon (the standard's rule).
+fn cutoff(rtol: Option<f64>, m: usize, n: usize, dtype: DType, largest: f64) -> f64 {
+    let eps = match dtype {
+        DType::F32 => f32::EPSILON as f64,
+        DType::F16 => 0.000977,
+        DType::BF16 => 0.0078125,
+        _ => f64::EPSILON,
+    };
+    rtol.unwrap_or(m.max(n) as f64 * eps) * largest
+}
+
+/// The Moore-Penrose pseudo-inverse (..., n, m) of each matrix of `a` (..., m, n), from its SVD,
+/// singular values at or below `rtol` times the largest treated as zero (default: max(m, n)
+/// times the dtype's epsilon).
+pub fn pinv(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
+    const OP: &str = "linalg.pinv";
+    let s = stack(OP, a, false)?;
+    let (m, n) = (s.m, s.n);
+    let dt = result_dtype(a);
+    let mut out = Vec::with_capacity(s.count() * m * n);
+    for i in 0..s.count() {
+        if m.min(n) == 0 {
+            out.extend(std::iter::repeat_n(0.0, m * n));
+            continue;
+        }
+        let f = view(&s, i).thin_svd().map_err(svd_error(OP))?;
+        let d = f.S().column_vector();
+        let k = m.min(n);
+        let big = (0..k).map(|j| d[j]).fold(0.0, f64::max);
+        let cut = cutoff(rtol, m, n, dt, big);
+        let (u, v) = (f.U(), f.V());
+        // pinv = V diag(1/s) Uᵀ, over the kept singular values.
+        for r in 0..n {
+            for c in 0..m {
+                let mut acc = 0.0;
+                for j in 0..k {
+                    if d[j] > cut {
+                        acc += v[(r, j)] * u[(c, j)] / d[j];
+                    }
+                }
+                out.push(acc);
+            }
+        }
+    }
+    build(out, &shape_of(&s.batch, &[n, m]), dt, a.device())
+}
+
+/// The rank (..., int64) of each matrix of `a`: how many singular values exceed `rtol` times
+/// the largest (default: max(m, n) times the dtype's epsilon).
+pub fn matrix_rank(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
+    let s = stack("linalg.matrix_rank", a, false)?;
+    let sv = svdvals(a)?.astype(DType::F64)?.to_vec::<f64>()?;
+    let k = s.m.min(s.n);
+    let dt = result_dtype(a);
+    let out: Vec<i64> = (0..s.count())
+        .map(|i| {
+            let v = &sv[i * k..(i + 1) * k];
+            let big = v.iter().copied().fold(0.0, f64::max);
+            let cut = cutoff(rtol, s.m, s.n, dt, big);
+            v.iter().filter(|&&x| x > cut).count() as i64
+        })
+        .collect();
+    NDArray::from_vec(out, &s.batch)?.to_device(a.device())
+}
