@@ -611,6 +611,15 @@ unsafe fn read_tensor(
 /// `from_dlpack(x)`: a quill array over `x`'s memory (zero-copy where it can be shared; a
 /// copy when `copy` is true or sharing is impossible).
 pub fn from_dlpack(x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<NDArray> {
+    // A quill array from quill itself: the same buffer, any dtype (bool included, whose bytes
+    // quill wrote) and any device, without a capsule round trip.
+    if let Ok(a) = x.cast::<crate::ndarray::PyNDArray>() {
+        let a = a.borrow().inner.clone();
+        return match copy {
+            Some(true) => a.deep_copy().q(),
+            _ => Ok(a),
+        };
+    }
     let py = x.py();
     let kw = pyo3::types::PyDict::new(py);
     kw.set_item("max_version", (1, 1))?;

@@ -12,6 +12,7 @@ mod export;
 mod graph;
 mod guard;
 mod layers;
+mod linalg;
 mod ndarray;
 mod optim;
 mod second_order;
@@ -128,5 +129,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     data::register(m)?;
     graph::register(m)?;
     optim::register(m)?;
+    linalg::register(m)?;
     Ok(())
 }

@@ -156,8 +156,10 @@ def repeat(x, repeats, /, *, axis=None):
         reps.fill(repeats)
     else:
         reps = _arr(repeats).astype(int64)
+        if reps.shape == (1,) and n != 1:
+            reps = reps.broadcast_to((n,))
         if reps.shape != (n,):
-            raise ValueError(f"repeat: repeats has shape {reps.shape}, needs ({n},)")
+            raise ValueError(f"repeat: repeats has shape {reps.shape}, needs ({n},) or (1,)")
         if n and reps._reduce("min", None, False, 0).item() < 0:
             raise ValueError("repeat: repeats must be >= 0")
     # Output position p copies element i where ends[i-1] <= p < ends[i].
@@ -310,7 +312,12 @@ def signbit(x, /):
 
 
 def copysign(x1, x2, /):
-    a = abs(_arr(x1))
+    """|x1| with the sign of x2, in the promoted dtype of the two (float32 with float64 gives
+    float64)."""
+    x1, x2 = _arr(x1), _arr(x2)
+    dt = result_type(x1, x2)
+    a = abs(x1)
+    a = a if a.dtype == dt else a.astype(dt)
     return where(signbit(x2), -a, a)
 
 
