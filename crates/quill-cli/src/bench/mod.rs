@@ -6,6 +6,7 @@ mod autograd;
 mod copy;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod linalg;
 mod lstm;
 mod ops;
 mod peer;
@@ -21,6 +22,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("lstm") => lstm::run(&args[1..]),
         Some("attention") => attention::run(&args[1..]),
         Some("transformer") => transformer::run(&args[1..]),
+        Some("linalg") => linalg::run(&args[1..]),
         #[cfg(feature = "cuda")]
         Some("cuda") => cuda::run(&args[1..]),
         #[cfg(feature = "cuda")]
@@ -33,7 +35,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
         Some(other) => Err(format!(
             "unknown benchmark '{other}'; available: copy, ops, autograd, train, lstm, attention, \
-             transformer, cuda"
+             transformer, linalg, cuda"
         )),
     }
 }

@@ -6,6 +6,7 @@ mod composite;
 mod conv;
 mod conv2d;
 mod elementwise;
+mod factor;
 mod index;
 mod layer_norm;
 mod linalg;

@@ -1,0 +1,110 @@
+//! `quill bench linalg`: the factorizations of `quill::linalg` (faer underneath) against
+//! NumPy's LAPACK on the same 512 x 512 f64 matrices (a symmetric positive-definite one, and
+//! the general one it is built from), medians of alternating rounds, the ratio NumPy / quill
+//! (above 1: quill is faster).
+
+use super::peer::Peer;
+use super::{median, rounds_only};
+use crate::report::{heading, Table};
+use quill::linalg::{self, QrMode};
+use quill::{DType, NDArray};
+use std::time::Instant;
+
+const N: usize = 512;
+
+fn q<T>(r: quill::Result<T>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+/// The matrices of `linalg_peer.py`, built the same way: g (general) and a = g gᵀ / N + I.
+fn matrices() -> Result<(NDArray, NDArray, NDArray), String> {
+    let g: Vec<f64> = (0..N * N)
+        .map(|k| {
+            let (r, c) = (k / N, k % N);
+            (k as f64 * 0.37).sin() + ((c * N + r) as f64 * 0.11).cos()
+        })
+        .collect();
+    let g = q(NDArray::from_vec(g, &[N, N]))?;
+    let gt = q(g.transpose(0, 1))?;
+    let eye = q(NDArray::eye(N, N, 0, DType::F64))?;
+    let a = q(q(q(g.matmul(&gt))?.div_scalar(N as f64))?.add(&eye))?;
+    let b: Vec<f64> = (0..N * 16).map(|k| (k as f64).cos()).collect();
+    Ok((g, a, q(NDArray::from_vec(b, &[N, 16]))?))
+}
+
+/// Runs `quill bench linalg [--rounds N]`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let rounds = rounds_only("linalg", args, 5)?;
+    quill::in_pool(move || bench(rounds))
+}
+
+fn bench(rounds: usize) -> Result<(), String> {
+    let (g, a, b) = matrices()?;
+    let mut peer = Peer::start(include_str!("linalg_peer.py"));
+    heading(format!(
+        "quill bench linalg: {N} x {N} f64 (a symmetric positive-definite a, a general g), \
+         {} threads, {rounds} rounds, medians; peer: {}",
+        rayon::current_num_threads(),
+        peer.as_ref()
+            .map_or("none".to_string(), |p| p.version.clone())
+    ));
+    type Case<'a> = (&'a str, &'a str, Box<dyn Fn() -> quill::Result<()> + 'a>);
+    let cases: Vec<Case> = vec![
+        (
+            "solve",
+            "solve(a, b), b 512 x 16",
+            Box::new(|| linalg::solve(&a, &b).map(drop)),
+        ),
+        ("inv", "inv(a)", Box::new(|| linalg::inv(&a).map(drop))),
+        (
+            "det",
+            "slogdet(a)",
+            Box::new(|| linalg::slogdet(&a).map(drop)),
+        ),
+        (
+            "cholesky",
+            "cholesky(a)",
+            Box::new(|| linalg::cholesky(&a, false).map(drop)),
+        ),
+        (
+            "qr",
+            "qr(a)",
+            Box::new(|| linalg::qr(&a, QrMode::Reduced).map(drop)),
+        ),
+        ("eigh", "eigh(a)", Box::new(|| linalg::eigh(&a).map(drop))),
+        (
+            "svd",
+            "svd(g)",
+            Box::new(|| linalg::svd(&g, true).map(drop)),
+        ),
+        (
+            "svdvals",
+            "svdvals(g)",
+            Box::new(|| linalg::svdvals(&g).map(drop)),
+        ),
+    ];
+    let table = Table::new("linalg", &["case", "quill ms", "NumPy ms", "NumPy / quill"]);
+    for (name, what, f) in &cases {
+        q(f())?;
+        if let Some(p) = peer.as_mut() {
+            p.run(name, 1);
+        }
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let t = Instant::now();
+            q(f())?;
+            ours.push(t.elapsed().as_secs_f64());
+            if let Some(p) = peer.as_mut() {
+                theirs.extend(p.run(name, 1).unwrap_or_default());
+            }
+        }
+        let ms = median(&mut ours) * 1e3;
+        let np = (!theirs.is_empty()).then(|| median(&mut theirs) * 1e3);
+        table.line(format!(
+            "| {what} | {ms:.2} | {} | {} |",
+            np.map_or("-".into(), |t| format!("{t:.2}")),
+            np.map_or("-".into(), |t| format!("{:.2}x", t / ms))
+        ));
+    }
+    Ok(())
+}

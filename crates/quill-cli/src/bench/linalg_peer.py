@@ -1,0 +1,35 @@
+# The NumPy side of `quill bench linalg`: the same matrices as quill (a symmetric positive-
+# definite 512 x 512 f64 built the same way, a right-hand side of 512 x 16), each case timed
+# per rep and answered as seconds, alternating with quill in one run.
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
+
+N = 512
+i = np.arange(N * N, dtype=np.float64).reshape(N, N)
+g = np.sin(i * 0.37) + np.cos(i.T * 0.11)
+a = g @ g.T / N + np.eye(N)
+b = np.cos(np.arange(N * 16, dtype=np.float64)).reshape(N, 16)
+cases = {
+    "solve": lambda: np.linalg.solve(a, b),
+    "inv": lambda: np.linalg.inv(a),
+    "det": lambda: np.linalg.slogdet(a),
+    "cholesky": lambda: np.linalg.cholesky(a),
+    "qr": lambda: np.linalg.qr(a),
+    "eigh": lambda: np.linalg.eigh(a),
+    "svd": lambda: np.linalg.svd(g),
+    "svdvals": lambda: np.linalg.svd(g, compute_uv=False),
+}
+print("ready numpy " + np.__version__, flush=True)
+for line in sys.stdin:
+    name, reps = line.split()
+    out = []
+    for _ in range(int(reps)):
+        t = time.perf_counter()
+        cases[name]()
+        out.append(time.perf_counter() - t)
+    print(" ".join(f"{x:.9f}" for x in out), flush=True)

@@ -1,0 +1,174 @@
+//! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve` and `cholesky`
+//! with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
+//! so gradients of gradients work too. The forwards are `quill::linalg`'s.
+
+use super::{mul_mask, sum_to, to_isize};
+use crate::linalg;
+use crate::tensor::{Backward, Tensor};
+use crate::NDArray;
+use quill_core::Result;
+
+/// (..., n, n) -> (..., 1, 1): a per-matrix scalar broadcast over its matrix.
+fn per_matrix(t: &Tensor) -> Result<Tensor> {
+    t.unsqueeze(-1)?.unsqueeze(-1)
+}
+
+struct Inv;
+
+impl Backward for Inv {
+    fn name(&self) -> &'static str {
+        "InvBackward"
+    }
+    // d(A⁻¹) = -A⁻¹ dA A⁻¹, so gA = -A⁻ᵀ g A⁻ᵀ.
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let it = inputs[0].inv()?.mt()?;
+        Ok(vec![Some(it.matmul(g)?.matmul(&it)?.neg()?)])
+    }
+}
+
+struct Det;
+
+impl Backward for Det {
+    fn name(&self) -> &'static str {
+        "DetBackward"
+    }
+    // d det(A) = det(A) tr(A⁻¹ dA), so gA = g det(A) A⁻ᵀ (A invertible, as PyTorch's formula).
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let a = &inputs[0];
+        let scale = per_matrix(&g.mul(&a.det()?)?)?;
+        Ok(vec![Some(a.inv()?.mt()?.mul(&scale)?)])
+    }
+}
+
+struct LogAbsDet;
+
+impl Backward for LogAbsDet {
+    fn name(&self) -> &'static str {
+        "SlogdetBackward"
+    }
+    // d log|det A| = tr(A⁻¹ dA): gA = g A⁻ᵀ.
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(inputs[0].inv()?.mt()?.mul(&per_matrix(g)?)?)])
+    }
+}
+
+struct Solve {
+    /// `b` was a vector (n,) promoted to (n, 1).
+    vector: bool,
+}
+
+impl Backward for Solve {
+    fn name(&self) -> &'static str {
+        "SolveBackward"
+    }
+    // X = A⁻¹ B: gB = A⁻ᵀ g, gA = -gB Xᵀ; both summed over the batch dims they broadcast along.
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (a, b) = (&inputs[0], &inputs[1]);
+        let g2 = if self.vector {
+            g.unsqueeze(-1)?
+        } else {
+            g.clone()
+        };
+        let b2 = if self.vector {
+            b.unsqueeze(-1)?
+        } else {
+            b.clone()
+        };
+        let gb = a.mt()?.solve(&g2)?;
+        let ga = a
+            .requires_grad()
+            .then(|| -> Result<Tensor> {
+                let x = a.solve(&b2)?;
+                sum_to(&gb.matmul(&x.mt()?)?.neg()?, a.shape())
+            })
+            .transpose()?;
+        let gb = b
+            .requires_grad()
+            .then(|| -> Result<Tensor> {
+                let full = if self.vector {
+                    gb.squeeze_last()?
+                } else {
+                    gb.clone()
+                };
+                sum_to(&full, b.shape())
+            })
+            .transpose()?;
+        Ok(vec![ga, gb])
+    }
+}
+
+struct Cholesky {
+    upper: bool,
+}
+
+impl Backward for Cholesky {
+    fn name(&self) -> &'static str {
+        "CholeskyBackward"
+    }
+    // PyTorch's formula (real case): with Φ(X) = the lower triangle of X with its diagonal
+    // halved, S = L⁻ᵀ Φ(Lᵀ gL) L⁻¹ and gA = (S + Sᵀ) / 2 (A is read as symmetric).
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let a = &inputs[0];
+        let l = a.cholesky(false)?;
+        let gl = if self.upper { g.mt()? } else { g.clone() };
+        let n = a.shape()[a.ndim() - 1];
+        let mask: Vec<f64> = (0..n * n)
+            .map(|k| match (k / n, k % n) {
+                (r, c) if r > c => 1.0,
+                (r, c) if r == c => 0.5,
+                _ => 0.0,
+            })
+            .collect();
+        let mask = NDArray::from_vec(mask, &[n, n])?.to_device(a.device())?;
+        let phi = mul_mask(&l.mt()?.matmul(&gl)?, &mask)?;
+        let li = l.inv()?;
+        let s = li.mt()?.matmul(&phi)?.matmul(&li)?;
+        Ok(vec![Some(s.add(&s.mt()?)?.mul_scalar(0.5)?)])
+    }
+}
+
+impl Tensor {
+    /// The inverse of each square matrix (..., n, n), differentiable (`linalg::inv`).
+    pub fn inv(&self) -> Result<Tensor> {
+        Ok(Tensor::make(linalg::inv(self.array())?, &[self], Inv))
+    }
+
+    /// The determinant of each square matrix, shape (...), differentiable where the matrix is
+    /// invertible (`linalg::det`).
+    pub fn det(&self) -> Result<Tensor> {
+        Ok(Tensor::make(linalg::det(self.array())?, &[self], Det))
+    }
+
+    /// (sign, log |det|) of each square matrix; log |det| is differentiable, the sign is a
+    /// constant (`linalg::slogdet`).
+    pub fn slogdet(&self) -> Result<(Tensor, Tensor)> {
+        let (sign, log) = linalg::slogdet(self.array())?;
+        Ok((Tensor::new(sign), Tensor::make(log, &[self], LogAbsDet)))
+    }
+
+    /// X with A X = B for each square matrix A of `self`; `b` a vector (n,) or a stack
+    /// (..., n, k), batch dims broadcast; differentiable in both (`linalg::solve`).
+    pub fn solve(&self, b: &Tensor) -> Result<Tensor> {
+        let out = linalg::solve(self.array(), b.array())?;
+        Ok(Tensor::make(
+            out,
+            &[self, b],
+            Solve {
+                vector: b.ndim() == 1,
+            },
+        ))
+    }
+
+    /// The Cholesky factor of each symmetric positive-definite matrix (lower, or upper with
+    /// `upper`), differentiable (`linalg::cholesky`).
+    pub fn cholesky(&self, upper: bool) -> Result<Tensor> {
+        let out = linalg::cholesky(self.array(), upper)?;
+        Ok(Tensor::make(out, &[self], Cholesky { upper }))
+    }
+
+    /// Drops a last dim of size 1.
+    fn squeeze_last(&self) -> Result<Tensor> {
+        let shape = &self.shape()[..self.ndim() - 1];
+        self.reshape(&to_isize(shape))
+    }
+}
