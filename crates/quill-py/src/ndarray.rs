@@ -955,6 +955,21 @@ impl PyNDArray {
             self.inner.cumsum(axis, include_initial).q()?,
         ))
     }
+    /// Running products along `axis` into a new array (the Array API's `cumulative_prod`), in the
+    /// dtypes `_cumsum` uses; with `include_initial` each lane starts with a 1.
+    #[pyo3(signature = (axis, include_initial = false))]
+    fn _cumprod(&self, axis: isize, include_initial: bool) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.cumprod(axis, include_initial).q()?,
+        ))
+    }
+    /// NumPy's `take_along_axis`: `indices` (an integer array of this array's rank) picks along
+    /// `axis` and broadcasts against this array on the other axes.
+    fn _take_along(&self, indices: PyRef<PyNDArray>, axis: isize) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(
+            self.inner.take_along_axis(&indices.inner, axis).q()?,
+        ))
+    }
     /// The indices of the nonzero (True) elements, a tuple of int64 arrays, one per axis, in C
     /// order (`np.nonzero`); a 0-d array is a ValueError.
     fn _nonzero<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

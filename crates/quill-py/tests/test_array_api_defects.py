@@ -81,3 +81,52 @@ def test_from_dlpack_shares_quill_arrays_of_every_dtype():
         c = xp.from_dlpack(view, copy=True)
         a[0] = n.flat[0]
         assert not np.array_equal(np.asarray(c), np.asarray(view)) or n.flat[0] == n.flat[1]
+
+
+def test_2024_12_functions_against_numpy():
+    rng = np.random.default_rng(1)
+    n = rng.integers(-3, 4, (3, 4, 5))
+    q = NDArray(n)[:, ::-1]
+    nv = n[:, ::-1]
+    for axis in [0, 1, -1]:
+        for init in [False, True]:
+            got = xp.cumulative_prod(q, axis=axis, include_initial=init)
+            want = np.cumprod(nv, axis=axis)
+            if init:
+                shape = list(want.shape)
+                shape[axis] = 1
+                want = np.concatenate([np.ones(shape, want.dtype), want], axis=axis)
+            np.testing.assert_array_equal(np.asarray(got), want)
+    f = rng.standard_normal((4, 7))
+    np.testing.assert_allclose(np.asarray(xp.cumulative_prod(NDArray(f)[::-1], axis=1)),
+                               np.cumprod(f[::-1], axis=1), rtol=1e-12)
+    assert xp.cumulative_prod(xp.asarray([1.0, 2.0], dtype=xp.float32)).dtype == xp.float32
+    for axis in [None, 0, (0, 2)]:
+        np.testing.assert_array_equal(np.asarray(xp.count_nonzero(q, axis=axis)),
+                                      np.count_nonzero(nv, axis=axis))
+    assert xp.count_nonzero(q, axis=1, keepdims=True).shape == (3, 1, 5)
+    for k in [0, 1, 2]:
+        np.testing.assert_array_equal(np.asarray(xp.diff(q, axis=1, n=k)), np.diff(nv, axis=1, n=k))
+    np.testing.assert_array_equal(
+        np.asarray(xp.diff(q, axis=-1, prepend=NDArray(nv[..., :1]), append=0)),
+        np.diff(nv, axis=-1, prepend=nv[..., :1], append=0))
+    b = np.array([True, False, False, True])
+    np.testing.assert_array_equal(np.asarray(xp.diff(NDArray(b))), np.diff(b))
+    idx = np.argsort(nv, axis=1)
+    np.testing.assert_array_equal(np.asarray(xp.take_along_axis(q, NDArray(idx), axis=1)),
+                                  np.take_along_axis(nv, idx, axis=1))
+    assert xp.broadcast_shapes((3, 1), (1, 4), (4,)) == np.broadcast_shapes((3, 1), (1, 4), (4,))
+    assert xp.broadcast_shapes() == ()
+    with pytest.raises(ValueError, match="do not broadcast"):
+        xp.broadcast_shapes((2,), (3,))
+    x2 = np.array([2, -1, 7, 2])
+    for invert in [False, True]:
+        np.testing.assert_array_equal(np.asarray(xp.isin(q, NDArray(x2), invert=invert)),
+                                      np.isin(nv, x2, invert=invert))
+    fl = np.array([np.nan, 1.0, 2.5])
+    np.testing.assert_array_equal(np.asarray(xp.isin(NDArray(fl), NDArray(fl))), np.isin(fl, fl))
+    assert not np.asarray(xp.isin(q, xp.asarray([], dtype=xp.int64))).any()
+    e = xp.expand_dims(q, axis=(0, -1))
+    assert e.shape == np.expand_dims(nv, axis=(0, -1)).shape
+    with pytest.raises(ValueError, match="distinct"):
+        xp.expand_dims(q, axis=(1, 1))

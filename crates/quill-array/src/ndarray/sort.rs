@@ -63,6 +63,49 @@ impl NDArray {
         }
     }
 
+    /// Running products along `axis`, in the dtype `cumsum` sums in (int64 for integers and
+    /// bool, float32 for float16 / bfloat16, cast back); with `include_initial` each lane starts
+    /// with a 1. Built from array ops, so on every device: a log-step scan (after the step of
+    /// width d, each element holds the product of the d before it and itself), ceil(log2 n)
+    /// multiplies of shifted views.
+    pub fn cumprod(&self, axis: isize, include_initial: bool) -> Result<NDArray> {
+        const OP: &str = "cumprod";
+        let ax = lane_axis(OP, self, axis)?;
+        let (compute, result) = match self.dtype() {
+            DType::F32 | DType::F64 => (self.dtype(), self.dtype()),
+            DType::F16 | DType::BF16 => (DType::F32, self.dtype()),
+            _ => (DType::I64, DType::I64),
+        };
+        let n = self.shape()[ax];
+        let mut shape = self.shape().to_vec();
+        shape[ax] = n + include_initial as usize;
+        super::check_alloc(OP, shape.iter().product(), compute)?;
+        let out = NDArray::ones(&shape, compute)?.to_device(self.device())?;
+        let lane = |a: &NDArray, from: usize, to: usize| -> Result<NDArray> {
+            let mut args = vec![quill_core::SliceArg::FULL; a.ndim()];
+            args[ax] = quill_core::SliceArg::Range {
+                start: Some(from as isize),
+                stop: Some(to as isize),
+                step: 1,
+            };
+            a.slice(&args)
+        };
+        let first = include_initial as usize;
+        lane(&out, first, first + n)?.assign(&self.astype(compute)?)?;
+        let mut d = 1;
+        while d < n {
+            // Read the shifted operand before writing: the product of the two uses old values.
+            let shifted = lane(&out, first, first + n - d)?.deep_copy()?;
+            lane(&out, first + d, first + n)?.mul_assign(&shifted)?;
+            d *= 2;
+        }
+        if result == compute {
+            Ok(out)
+        } else {
+            out.astype(result)
+        }
+    }
+
     /// The indices of the non-zero (true) elements: one int64 array per axis, in C order, as
     /// NumPy's `nonzero`. A rank-0 array is an error, as in NumPy 2.
     pub fn nonzero(&self) -> Result<Vec<NDArray>> {

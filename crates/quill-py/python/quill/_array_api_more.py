@@ -257,6 +257,91 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return out if dtype is None else out.astype(dtype)
 
 
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"cumulative_prod: axis is required for a rank-{x.ndim} array")
+        axis = 0
+    if dtype is not None:
+        x = x.astype(dtype)
+    out = x._cumprod(axis, include_initial)
+    return out if dtype is None else out.astype(dtype)
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    """How many elements are non-zero (True), over `axis` (all when None), as int64."""
+    x = _arr(x)
+    if isinstance(axis, int):
+        axis = (axis,)
+    return not_equal(x, 0).astype(int64)._reduce("sum", axis, keepdims, 0)
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    """The n-th forward difference along `axis` (`prepend` / `append` joined first, as NumPy);
+    bool gives logical xor, as NumPy's."""
+    x = _arr(x)
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"diff: n must be a non-negative int, got {n!r}")
+    if x.ndim == 0:
+        raise ValueError("diff: needs an array of rank 1 or more")
+    if prepend is not None or append is not None:
+        def fit(p):
+            p = _arr(p)
+            if p.ndim == 0:
+                shape = list(x.shape)
+                shape[axis] = 1
+                p = p.broadcast_to(tuple(shape))
+            return p
+        pieces = ([fit(prepend)] if prepend is not None else []) + [x] + \
+            ([fit(append)] if append is not None else [])
+        x = concat(pieces, axis=axis)
+    for _ in range(n):
+        length = x.shape[axis]
+        hi = [slice(None)] * x.ndim
+        lo = [slice(None)] * x.ndim
+        hi[axis] = slice(1, None)
+        lo[axis] = slice(None, builtins.max(length - 1, 0))
+        a, b = x[tuple(hi)], x[tuple(lo)]
+        x = not_equal(a, b) if x.dtype == bool else a - b
+    return x
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    return _arr(x)._take_along(_arr(indices), axis)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that `shapes` broadcast to (NumPy's rule), or a ValueError naming them."""
+    nd = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        size = 1
+        for s in shapes:
+            d = s[i - nd + len(s)] if i - nd + len(s) >= 0 else 1
+            if d != 1 and size != 1 and d != size:
+                raise ValueError(f"broadcast_shapes: {shapes} do not broadcast (dim {i}: "
+                                 f"{size} vs {d})")
+            size = d if size == 1 else size
+        out.append(size)
+    return tuple(out)
+
+
+def isin(x1, x2, /, *, invert=False):
+    """Whether each element of x1 occurs in x2 (by ==, so NaN never does), shaped as x1."""
+    x1, x2 = _arr(x1), _arr(x2)
+    if x2.size == 0:
+        out = zeros(x1.shape, dtype=bool)
+    else:
+        dt = result_type(x1, x2)
+        s = x2.astype(dt).reshape((-1,))
+        s = s._take(s._sort(0, False, False), 0)
+        v = x1.astype(dt)
+        pos = s._searchsorted(v.reshape((-1,)), False)
+        pos = minimum(pos, s.shape[0] - 1)
+        out = equal(s._take(pos, 0), v.reshape((-1,))).reshape(x1.shape)
+    return ~out if invert else out
+
+
 # sets
 UniqueAllResult = namedtuple("UniqueAllResult", "values indices inverse_indices counts")
 UniqueCountsResult = namedtuple("UniqueCountsResult", "values counts")
@@ -355,5 +440,6 @@ __all__ = [
     "moveaxis", "broadcast_arrays", "take", "repeat", "roll", "tile", "unstack", "tensordot",
     "sort", "argsort", "nonzero", "searchsorted", "cumulative_sum", "unique_values",
     "unique_counts", "unique_inverse", "unique_all", "signbit", "copysign", "hypot",
-    "logaddexp", "conj", "real", "imag",
+    "logaddexp", "conj", "real", "imag", "cumulative_prod", "count_nonzero", "diff",
+    "take_along_axis", "broadcast_shapes", "isin",
 ]

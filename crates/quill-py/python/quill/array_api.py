@@ -274,7 +274,19 @@ def broadcast_to(x, /, shape):
 
 
 def expand_dims(x, /, *, axis=0):
-    return x.expand_dims(axis)
+    """A view with new size-1 axes at `axis` (an int, or a tuple of positions in the result,
+    negative ones counted from its end, as the 2025.12 standard and NumPy take them)."""
+    if isinstance(axis, int):
+        return x.expand_dims(axis)
+    axes = list(axis)
+    nd = x.ndim + len(axes)
+    norm = [a + nd if a < 0 else a for a in axes]
+    if builtins.any(a < 0 or a >= nd for a in norm) or len(set(norm)) != len(norm):
+        raise ValueError(f"expand_dims: axes {tuple(axes)} must be distinct and in [-{nd}, {nd})"
+                         f" for a rank-{x.ndim} array")
+    for a in sorted(norm):
+        x = x.expand_dims(a)
+    return x
 
 
 def squeeze(x, /, axis):
