@@ -426,6 +426,37 @@ impl PyTensor {
     fn matmul(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
         self.__matmul__(o)
     }
+    /// The inverse of each square matrix (..., n, n), differentiable; a singular matrix is a
+    /// ValueError naming its batch index.
+    fn inv(&self) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.inv().q()?))
+    }
+    /// The determinant of each square matrix, shape (...), differentiable.
+    fn det(&self) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.det().q()?))
+    }
+    /// (sign, log |det|) of each square matrix; log |det| is differentiable.
+    fn slogdet(&self) -> PyResult<(PyTensor, PyTensor)> {
+        let (s, l) = self.inner.slogdet().q()?;
+        Ok((wrap(s), wrap(l)))
+    }
+    /// x with a x = b for each square matrix a of this tensor; b is a vector (n,) or a stack
+    /// (..., n, k) whose batch dims broadcast; differentiable in both.
+    fn solve(&self, b: PyRef<PyTensor>) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.solve(&b.inner).q()?))
+    }
+    /// The Cholesky factor of each symmetric positive-definite matrix (lower; upper with
+    /// `upper=True`), differentiable.
+    #[pyo3(signature = (upper = false))]
+    fn cholesky(&self, upper: bool) -> PyResult<PyTensor> {
+        Ok(wrap(self.inner.cholesky(upper).q()?))
+    }
+    /// (eigenvalues ascending, eigenvectors as columns) of each symmetric matrix (lower
+    /// triangle read), both differentiable where the eigenvalues are distinct.
+    fn eigh(&self) -> PyResult<(PyTensor, PyTensor)> {
+        let (w, v) = self.inner.eigh().q()?;
+        Ok((wrap(w), wrap(v)))
+    }
     /// -a elementwise, differentiable; a bool tensor raises TypeError.
     fn __neg__(&self) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.neg().q()?))

@@ -1,4 +1,4 @@
-//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`) against central
+//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`, `eigh`) against central
 //! differences (`gradcheck`), on batched and transposed inputs, with broadcast batch dims in
 //! `solve`; and their second derivatives: `grad` with `create_graph`, differentiated again and
 //! checked by central differences of the first gradient.
@@ -56,6 +56,25 @@ fn first_derivatives_match_central_differences() {
             std::slice::from_ref(&m),
         );
     }
+}
+
+#[test]
+fn eigh_gradients_through_a_symmetric_input() {
+    // A = M + Mᵀ (symmetric, distinct eigenvalues); V enters squared, so its signs do not matter.
+    let m = leaf(&[2, 4, 4], 9);
+    check(
+        "eigh values",
+        |t| Ok(t[0].add(&t[0].mt()?)?.eigh()?.0),
+        std::slice::from_ref(&m),
+    );
+    check(
+        "eigh vectors",
+        |t| {
+            let v = t[0].add(&t[0].mt()?)?.eigh()?.1;
+            v.mul(&v)
+        },
+        std::slice::from_ref(&m),
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve` and `cholesky`
-//! with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
+//! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve`, `cholesky` and
+//! `eigh` with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
 //! so gradients of gradients work too. The forwards are `quill::linalg`'s.
 
 use super::{mul_mask, sum_to, to_isize};
@@ -127,6 +127,45 @@ impl Backward for Cholesky {
     }
 }
 
+struct EighValues;
+
+impl Backward for EighValues {
+    fn name(&self) -> &'static str {
+        "EighValuesBackward"
+    }
+    // dw_i = v_iᵀ dA v_i, so gA = V diag(gw) Vᵀ.
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (_, v) = inputs[0].eigh()?;
+        Ok(vec![Some(v.mul(&g.unsqueeze(-2)?)?.matmul(&v.mt()?)?)])
+    }
+}
+
+struct EighVectors;
+
+impl Backward for EighVectors {
+    fn name(&self) -> &'static str {
+        "EighVectorsBackward"
+    }
+    // dV = V (F ∘ (Vᵀ dA V)) with F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, so
+    // gA = V (F ∘ (Vᵀ gV)) Vᵀ (for distinct eigenvalues, as PyTorch's formula).
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let a = &inputs[0];
+        let (w, v) = a.eigh()?;
+        let n = a.shape()[a.ndim() - 1];
+        let eye = NDArray::eye(n, n, 0, a.dtype())?.to_device(a.device())?;
+        let off: Vec<f64> = (0..n * n).map(|k| f64::from(k / n != k % n)).collect();
+        let off = NDArray::from_vec(off, &[n, n])?.to_device(a.device())?;
+        // w_j - w_i, with 1 on the diagonal so that the reciprocal is finite there.
+        let gap = w
+            .unsqueeze(-2)?
+            .sub(&w.unsqueeze(-1)?)?
+            .add(&Tensor::new(eye))?;
+        let f = mul_mask(&gap.reciprocal()?, &off)?;
+        let inner = v.mt()?.matmul(g)?.mul(&f)?;
+        Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mt()?)?)])
+    }
+}
+
 impl Tensor {
     /// The inverse of each square matrix (..., n, n), differentiable (`linalg::inv`).
     pub fn inv(&self) -> Result<Tensor> {
@@ -164,6 +203,17 @@ impl Tensor {
     pub fn cholesky(&self, upper: bool) -> Result<Tensor> {
         let out = linalg::cholesky(self.array(), upper)?;
         Ok(Tensor::make(out, &[self], Cholesky { upper }))
+    }
+
+    /// (eigenvalues ascending, eigenvectors as columns) of each symmetric matrix, read from its
+    /// lower triangle (`linalg::eigh`); both differentiable where the eigenvalues are distinct.
+    /// The eigenvectors' signs are faer's choice: a loss should not depend on them.
+    pub fn eigh(&self) -> Result<(Tensor, Tensor)> {
+        let (w, v) = linalg::eigh(self.array())?;
+        Ok((
+            Tensor::make(w, &[self], EighValues),
+            Tensor::make(v, &[self], EighVectors),
+        ))
     }
 
     /// Drops a last dim of size 1.
