@@ -457,6 +457,12 @@ impl PyTensor {
         let (w, v) = self.inner.eigh().q()?;
         Ok((wrap(w), wrap(v)))
     }
+    /// The thin SVD (U, S, Vh) of each matrix, all differentiable where the singular values are
+    /// distinct and non-zero.
+    fn svd(&self) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let (u, s, vh) = self.inner.svd().q()?;
+        Ok((wrap(u), wrap(s), wrap(vh)))
+    }
     /// -a elementwise, differentiable; a bool tensor raises TypeError.
     fn __neg__(&self) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.neg().q()?))

@@ -183,5 +183,13 @@ def test_tensor_linalg_gradients_against_closed_forms():
     t = Tensor(spd, dtype="float64", requires_grad=True)
     t.eigh()[0].sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-10)
+    # d(sum of singular values)/dA = U Vᵀ.
+    g = RNG.standard_normal((4, 3))
+    t = Tensor(g, dtype="float64", requires_grad=True)
+    u, s, vh = t.svd()
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(g, compute_uv=False), rtol=1e-10)
+    s.sum().backward()
+    nu, _, nvh = np.linalg.svd(g, full_matrices=False)
+    np.testing.assert_allclose(t.grad.numpy(), nu @ nvh, atol=1e-10)
     with pytest.raises(ValueError, match="singular"):
         Tensor(np.array([[1.0, 2.0], [2.0, 4.0]]), dtype="float64").inv()

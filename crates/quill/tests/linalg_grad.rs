@@ -1,4 +1,4 @@
-//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`, `eigh`) against central
+//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`, `eigh`, `svd`) against central
 //! differences (`gradcheck`), on batched and transposed inputs, with broadcast batch dims in
 //! `solve`; and their second derivatives: `grad` with `create_graph`, differentiated again and
 //! checked by central differences of the first gradient.
@@ -75,6 +75,39 @@ fn eigh_gradients_through_a_symmetric_input() {
         },
         std::slice::from_ref(&m),
     );
+}
+
+#[test]
+fn svd_gradients_of_sign_free_functions() {
+    // Wide and tall batches; S, and u_i v_iᵀ / u_i² (unchanged when a pair flips its sign).
+    for shape in [[2, 3, 5], [2, 5, 3]] {
+        let a = leaf(&shape, 11);
+        check(
+            "svd values",
+            |t| Ok(t[0].svd()?.1),
+            std::slice::from_ref(&a),
+        );
+        check(
+            "svd rank-1 terms",
+            |t| {
+                let (u, _, vh) = t[0].svd()?;
+                // sum_i u_i v_iᵀ w_i with distinct weights per term.
+                let k = u.shape()[2];
+                let w: Vec<f64> = (0..k).map(|i| 1.0 + i as f64).collect();
+                let w = Tensor::new(NDArray::from_vec(w, &[k])?);
+                u.mul(&w)?.matmul(&vh)
+            },
+            std::slice::from_ref(&a),
+        );
+        check(
+            "svd u squared",
+            |t| {
+                let u = t[0].svd()?.0;
+                u.mul(&u)
+            },
+            std::slice::from_ref(&a),
+        );
+    }
 }
 
 #[test]

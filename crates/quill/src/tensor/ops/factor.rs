@@ -1,5 +1,5 @@
-//! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve`, `cholesky` and
-//! `eigh` with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
+//! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve`, `cholesky`,
+//! `eigh` and the thin `svd` with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
 //! so gradients of gradients work too. The forwards are `quill::linalg`'s.
 
 use super::{mul_mask, sum_to, to_isize};
@@ -166,6 +166,81 @@ impl Backward for EighVectors {
     }
 }
 
+/// The pieces every SVD backward uses, recomputed from the input (so, with the graph, the
+/// backward is differentiable again): U (m, k), S (k), V (n, k), and F with
+/// F_ij = 1 / (s_j² - s_i²) off the diagonal, 0 on it.
+fn svd_parts(a: &Tensor) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let (u, s, vh) = a.svd()?;
+    let k = s.shape()[s.ndim() - 1];
+    let eye = NDArray::eye(k, k, 0, a.dtype())?.to_device(a.device())?;
+    let off: Vec<f64> = (0..k * k).map(|i| f64::from(i / k != i % k)).collect();
+    let off = NDArray::from_vec(off, &[k, k])?.to_device(a.device())?;
+    let s2 = s.mul(&s)?;
+    let gap = s2
+        .unsqueeze(-2)?
+        .sub(&s2.unsqueeze(-1)?)?
+        .add(&Tensor::new(eye))?;
+    let f = mul_mask(&gap.reciprocal()?, &off)?;
+    Ok((u, s, vh.mt()?, f))
+}
+
+/// I - X Xᵀ for X (..., r, k) with orthonormal columns: the projector off X's span.
+fn off_span(x: &Tensor) -> Result<Tensor> {
+    let r = x.shape()[x.ndim() - 2];
+    let eye = Tensor::new(NDArray::eye(r, r, 0, x.dtype())?.to_device(x.device())?);
+    eye.sub(&x.matmul(&x.mt()?)?)
+}
+
+struct SvdValues;
+
+impl Backward for SvdValues {
+    fn name(&self) -> &'static str {
+        "SvdValuesBackward"
+    }
+    // ds_i = u_iᵀ dA v_i: gA = U diag(gS) Vᵀ.
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (u, _, v, _) = svd_parts(&inputs[0])?;
+        Ok(vec![Some(u.mul(&g.unsqueeze(-2)?)?.matmul(&v.mt()?)?)])
+    }
+}
+
+struct SvdU;
+
+impl Backward for SvdU {
+    fn name(&self) -> &'static str {
+        "SvdUBackward"
+    }
+    // gA = U (F ∘ (UᵀgU - gUᵀU)) S Vᵀ + (I - UUᵀ) gU S⁻¹ Vᵀ (Townsend's, PyTorch's formula).
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (u, s, v, f) = svd_parts(&inputs[0])?;
+        let utg = u.mt()?.matmul(g)?;
+        let inner = utg.sub(&utg.mt()?)?.mul(&f)?.mul(&s.unsqueeze(-2)?)?;
+        let left = u.matmul(&inner)?;
+        let rest = off_span(&u)?.matmul(g)?.div(&s.unsqueeze(-2)?)?;
+        Ok(vec![Some(left.add(&rest)?.matmul(&v.mt()?)?)])
+    }
+}
+
+struct SvdVh;
+
+impl Backward for SvdVh {
+    fn name(&self) -> &'static str {
+        "SvdVhBackward"
+    }
+    // With gV = gVhᵀ: gA = U S (F ∘ (VᵀgV - gVᵀV)) Vᵀ + U S⁻¹ gVᵀ (I - VVᵀ).
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let (u, s, v, f) = svd_parts(&inputs[0])?;
+        let gv = g.mt()?;
+        let vtg = v.mt()?.matmul(&gv)?;
+        let inner = vtg.sub(&vtg.mt()?)?.mul(&f)?.mul(&s.unsqueeze(-1)?)?;
+        let main = u.matmul(&inner)?.matmul(&v.mt()?)?;
+        let rest = u
+            .matmul(&g.div(&s.unsqueeze(-1)?)?)?
+            .matmul(&off_span(&v)?)?;
+        Ok(vec![Some(main.add(&rest)?)])
+    }
+}
+
 impl Tensor {
     /// The inverse of each square matrix (..., n, n), differentiable (`linalg::inv`).
     pub fn inv(&self) -> Result<Tensor> {
@@ -213,6 +288,19 @@ impl Tensor {
         Ok((
             Tensor::make(w, &[self], EighValues),
             Tensor::make(v, &[self], EighVectors),
+        ))
+    }
+
+    /// The thin SVD (U (..., m, k), S (..., k) descending, Vh (..., k, n), k = min(m, n)) of each
+    /// matrix, all three differentiable where the singular values are distinct and non-zero
+    /// (`linalg::svd` with `full_matrices = false`). Signs are faer's: a loss should not
+    /// depend on them.
+    pub fn svd(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let (u, s, vh) = linalg::svd(self.array(), false)?;
+        Ok((
+            Tensor::make(u, &[self], SvdU),
+            Tensor::make(s, &[self], SvdValues),
+            Tensor::make(vh, &[self], SvdVh),
         ))
     }
 
