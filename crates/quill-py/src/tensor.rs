@@ -463,6 +463,11 @@ impl PyTensor {
         let (u, s, vh) = self.inner.svd().q()?;
         Ok((wrap(u), wrap(s), wrap(vh)))
     }
+    /// The reduced QR (Q, R) of each matrix, differentiable for tall or square matrices.
+    fn qr(&self) -> PyResult<(PyTensor, PyTensor)> {
+        let (q, r) = self.inner.qr().q()?;
+        Ok((wrap(q), wrap(r)))
+    }
     /// -a elementwise, differentiable; a bool tensor raises TypeError.
     fn __neg__(&self) -> PyResult<PyTensor> {
         Ok(wrap(self.inner.neg().q()?))

@@ -191,5 +191,7 @@ def test_tensor_linalg_gradients_against_closed_forms():
     s.sum().backward()
     nu, _, nvh = np.linalg.svd(g, full_matrices=False)
     np.testing.assert_allclose(t.grad.numpy(), nu @ nvh, atol=1e-10)
+    q, r = Tensor(g, dtype="float64").qr()
+    np.testing.assert_allclose(q.numpy() @ r.numpy(), g, atol=1e-12)
     with pytest.raises(ValueError, match="singular"):
         Tensor(np.array([[1.0, 2.0], [2.0, 4.0]]), dtype="float64").inv()

@@ -1,6 +1,6 @@
-//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`, `eigh`, `svd`) against central
-//! differences (`gradcheck`), on batched and transposed inputs, with broadcast batch dims in
-//! `solve`; and their second derivatives: `grad` with `create_graph`, differentiated again and
+//! The differentiable linalg ops (`inv`, `det`, `slogdet`, `solve`, `cholesky`, `eigh`, `svd`,
+//! `qr`) against central differences (`gradcheck`), on batched and transposed inputs, with
+//! broadcast batch dims in `solve`; and their second derivatives: `grad` with `create_graph`, differentiated again and
 //! checked by central differences of the first gradient.
 
 use quill::tensor::{grad, gradcheck, set_grad_enabled, BackwardOptions, GradcheckOptions, Tensor};
@@ -108,6 +108,25 @@ fn svd_gradients_of_sign_free_functions() {
             std::slice::from_ref(&a),
         );
     }
+}
+
+#[test]
+fn qr_gradients_of_tall_and_square_matrices() {
+    for shape in [[2, 5, 3], [2, 4, 4]] {
+        let a = leaf(&shape, 13);
+        check("qr q", |t| Ok(t[0].qr()?.0), std::slice::from_ref(&a));
+        check("qr r", |t| Ok(t[0].qr()?.1), std::slice::from_ref(&a));
+    }
+    // A wide matrix factors, but its gradient is refused by name.
+    let wide = leaf(&[3, 5], 14);
+    let (q, _) = wide.qr().unwrap();
+    let e = q
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("m >= n"), "{e}");
 }
 
 #[test]

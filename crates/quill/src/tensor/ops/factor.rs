@@ -1,5 +1,5 @@
 //! Differentiable linear algebra: `inv`, `det`, `slogdet`'s log |det|, `solve`, `cholesky`,
-//! `eigh` and the thin `svd` with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
+//! `eigh`, the thin `svd` and the reduced `qr` with PyTorch's gradient formulas, each backward written in Tensor ops (these ones included),
 //! so gradients of gradients work too. The forwards are `quill::linalg`'s.
 
 use super::{mul_mask, sum_to, to_isize};
@@ -241,6 +241,76 @@ impl Backward for SvdVh {
     }
 }
 
+/// `copyltu(M)`: the symmetric matrix with M's lower triangle (diagonal included) mirrored
+/// above it.
+fn copy_lower_up(m: &Tensor) -> Result<Tensor> {
+    let n = m.shape()[m.ndim() - 1];
+    let mask = |keep: fn(usize, usize) -> bool| -> Result<NDArray> {
+        let v: Vec<f64> = (0..n * n).map(|k| f64::from(keep(k / n, k % n))).collect();
+        NDArray::from_vec(v, &[n, n])?.to_device(m.device())
+    };
+    let lower = mul_mask(m, &mask(|r, c| r >= c)?)?;
+    let strict = mul_mask(m, &mask(|r, c| r > c)?)?;
+    lower.add(&strict.mt()?)
+}
+
+/// The QR backward for m >= n (reduced), from the pieces' contributions to
+/// M = R gRᵀ - gQᵀ Q: gA = (gQ + Q copyltu(M)) R⁻ᵀ (Liao et al.; PyTorch's for this case).
+fn qr_backward(a: &Tensor, g_q: Option<&Tensor>, g_r: Option<&Tensor>) -> Result<Tensor> {
+    let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
+    if m < n {
+        return Err(quill_core::Error::invalid(
+            "QrBackward",
+            format!("the QR gradient needs m >= n (a tall or square matrix), got {m} x {n}"),
+        ));
+    }
+    let (q, r) = a.qr()?;
+    let mut big_m: Option<Tensor> = None;
+    let mut acc: Option<Tensor> = None;
+    if let Some(gr) = g_r {
+        big_m = Some(r.matmul(&gr.mt()?)?);
+    }
+    if let Some(gq) = g_q {
+        let term = gq.mt()?.matmul(&q)?.neg()?;
+        big_m = Some(match big_m {
+            Some(x) => x.add(&term)?,
+            None => term,
+        });
+        acc = Some(gq.clone());
+    }
+    let qm = match big_m {
+        Some(x) => q.matmul(&copy_lower_up(&x)?)?,
+        None => return a.zeros_like(),
+    };
+    let left = match acc {
+        Some(x) => x.add(&qm)?,
+        None => qm,
+    };
+    left.matmul(&r.inv()?.mt()?)
+}
+
+struct QrQ;
+
+impl Backward for QrQ {
+    fn name(&self) -> &'static str {
+        "QrQBackward"
+    }
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(qr_backward(&inputs[0], Some(g), None)?)])
+    }
+}
+
+struct QrR;
+
+impl Backward for QrR {
+    fn name(&self) -> &'static str {
+        "QrRBackward"
+    }
+    fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(qr_backward(&inputs[0], None, Some(g))?)])
+    }
+}
+
 impl Tensor {
     /// The inverse of each square matrix (..., n, n), differentiable (`linalg::inv`).
     pub fn inv(&self) -> Result<Tensor> {
@@ -302,6 +372,14 @@ impl Tensor {
             Tensor::make(s, &[self], SvdValues),
             Tensor::make(vh, &[self], SvdVh),
         ))
+    }
+
+    /// The reduced QR (Q (..., m, k), R (..., k, n), k = min(m, n)) of each matrix
+    /// (`linalg::qr`); both differentiable for m >= n with R invertible (the gradient of a wide
+    /// matrix's QR is an error).
+    pub fn qr(&self) -> Result<(Tensor, Tensor)> {
+        let (q, r) = linalg::qr(self.array(), linalg::QrMode::Reduced)?;
+        Ok((Tensor::make(q, &[self], QrQ), Tensor::make(r, &[self], QrR)))
     }
 
     /// Drops a last dim of size 1.
