@@ -205,16 +205,16 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
                 tiles.len()
             )
         },
-        serde_json::json!({"confusion_png": cm, "wrong_png": grid}),
+        serde_json::json!({"confusion_png": report::path(&cm), "wrong_png": report::path(&grid)}),
     );
     if report::mode() == report::Mode::Json {
         report::result(
             "result",
             String::new,
             serde_json::json!({
-                "checkpoint": checkpoint, "test_accuracy": accuracy, "correct": correct,
+                "checkpoint": report::path(&checkpoint), "test_accuracy": accuracy, "correct": correct,
                 "samples": n, "per_class_accuracy": per_class, "confusion": confusion,
-                "confusion_png": cm, "wrong_png": grid,
+                "confusion_png": report::path(&cm), "wrong_png": report::path(&grid),
             }),
         );
     }

@@ -317,7 +317,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             serde_json::json!({
                 "prompt": a.prompt, "text": text, "tokens": a.tokens,
                 "temperature": a.temperature, "top_k": a.top_k, "seed": a.seed,
-                "checkpoint": a.checkpoint,
+                "checkpoint": crate::report::path(&a.checkpoint),
             }),
         );
         return Ok(());

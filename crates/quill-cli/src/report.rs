@@ -50,6 +50,12 @@ pub fn mode() -> Mode {
     *MODE.get().unwrap_or(&Mode::Plain)
 }
 
+/// A path as a JSON string, lossily where it is not UTF-8 (serde_json's own `Path` encoding
+/// fails, and `json!` would panic, on such a path).
+pub fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
 fn emit(event: &str, fields: Value) {
     let mut obj = Map::new();
     obj.insert("event".into(), Value::from(event));

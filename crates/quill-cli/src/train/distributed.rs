@@ -162,7 +162,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
                         o.checkpoint_path().display()
                     )
                 },
-                serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
+                serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
             );
         }
         let params = models::parameter_count(ddp.module());
@@ -184,7 +184,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
             )
             },
             serde_json::json!({
-                "task": "mnist", "model": o.model, "parameters": params, "data": o.data,
+                "task": "mnist", "model": o.model, "parameters": params, "data": report::path(&o.data),
                 "train_samples": train_ds.len(), "test_samples": test_ds.len(),
                 "optimizer": o.optimizer, "lr": o.lr(), "batch_size": o.batch_size,
                 "ranks": world, "backend": comm.backend().to_string(), "epochs": o.epochs,
@@ -273,8 +273,8 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
                 },
                 serde_json::json!({
                     "test_accuracy": last.test_acc, "test_loss": last.test_loss,
-                    "epochs": last.epoch, "ranks": world, "metrics": csv, "curves": png,
-                    "checkpoint": o.checkpoint_path(),
+                    "epochs": last.epoch, "ranks": world, "metrics": report::path(&csv), "curves": report::path(&png),
+                    "checkpoint": report::path(&o.checkpoint_path()),
                 }),
             );
         }

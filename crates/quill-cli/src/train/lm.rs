@@ -207,13 +207,13 @@ pub fn run(o: Options) -> Result<(), String> {
                     o.checkpoint_path().display()
                 )
             },
-            serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
+            serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
         );
     }
     let n_params = parameter_count(&model);
     let setup = serde_json::json!({
         "task": "lm", "model": o.model, "parameters": n_params, "layers": o.layers,
-        "hidden": o.hidden, "embedding": o.embedding, "data": o.data,
+        "hidden": o.hidden, "embedding": o.embedding, "data": report::path(&o.data),
         "train_tokens": corpus.train.len(), "tokens": o.tokens, "vocabulary": vocab,
         "verified": corpus.verified, "batch_size": o.batch_size, "bptt": o.bptt,
         "optimizer": o.optimizer, "lr": o.lr(), "epochs": o.epochs,
@@ -354,8 +354,8 @@ pub fn run(o: Options) -> Result<(), String> {
     )
         },
         serde_json::json!({
-            "test_perplexity": ppl, "unigram_perplexity": baseline, "metrics": csv,
-            "curves": png, "checkpoint": o.checkpoint_path(),
+            "test_perplexity": ppl, "unigram_perplexity": baseline, "metrics": report::path(&csv),
+            "curves": report::path(&png), "checkpoint": report::path(&o.checkpoint_path()),
         }),
     );
     super::report_host_round_trips(o.device);

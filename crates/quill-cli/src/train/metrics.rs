@@ -164,7 +164,7 @@ pub fn reconcile(
                 csv.display()
             )
         },
-        serde_json::json!({"metrics": csv, "epochs": epoch}),
+        serde_json::json!({"metrics": crate::report::path(csv), "epochs": epoch}),
     );
     Ok(rows)
 }

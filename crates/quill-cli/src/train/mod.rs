@@ -342,7 +342,7 @@ fn train(o: Options) -> Result<(), String> {
                     o.checkpoint_path().display()
                 )
             },
-            serde_json::json!({"checkpoint": o.checkpoint_path(), "epoch": start}),
+            serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
         );
     }
     let params = models::parameter_count(&model);
@@ -362,7 +362,7 @@ fn train(o: Options) -> Result<(), String> {
         )
         },
         serde_json::json!({
-            "task": "mnist", "model": o.model, "parameters": params, "data": o.data,
+            "task": "mnist", "model": o.model, "parameters": params, "data": report::path(&o.data),
             "train_samples": n_train, "test_samples": n_test, "optimizer": o.optimizer,
             "lr": o.lr(), "batch_size": o.batch_size, "epochs": o.epochs,
             "threads": rayon::current_num_threads(),
@@ -417,8 +417,8 @@ fn train(o: Options) -> Result<(), String> {
             },
             serde_json::json!({
                 "test_accuracy": last.test_acc, "test_loss": last.test_loss,
-                "epochs": last.epoch, "metrics": csv, "curves": png,
-                "checkpoint": o.checkpoint_path(),
+                "epochs": last.epoch, "metrics": report::path(&csv), "curves": report::path(&png),
+                "checkpoint": report::path(&o.checkpoint_path()),
             }),
         );
     }
