@@ -146,11 +146,14 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
     let labels = q(test.labels.to_vec::<i64>())?;
     let n = labels.len();
     let mut probs = Vec::with_capacity(n);
+    let bar = report::bar(n.div_ceil(1000) as u64, "evaluate".into());
     for start in (0..n).step_by(1000) {
         let stop = (start + 1000).min(n) as isize;
         let batch = q(test.images.slice(&quill::s![start as isize..stop]))?;
         probs.extend(probabilities(&model, norm, &batch)?);
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     let mut confusion = [[0usize; 10]; 10];
     for (p, &y) in probs.iter().zip(&labels) {
         confusion[y as usize][argmax(p)] += 1;
@@ -266,62 +269,83 @@ fn write_png(
     .map_err(|e| e.to_string())
 }
 
+/// The confusion matrix drawn in pixels (a 10 x 10 grid of 54-pixel cells): each cell shaded by
+/// its share of the true class's row (the diagonal dark when right), its count written at its
+/// centre, the class digits centred on the rows and columns.
 fn draw_confusion(
     root: DrawingArea<BitMapBackend, plotters::coord::Shift>,
     confusion: &[[usize; 10]; 10],
 ) -> Result<(), String> {
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "confusion matrix (rows: true, columns: predicted)",
-            (FAMILY, 20),
-        )
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(40)
-        .build_cartesian_2d((0i32..9).into_segmented(), (0i32..9).into_segmented())
-        .map_err(err)?;
-    // Segment labels sit at the cells' centres; row 0 (true class 0) is drawn at the top.
-    let centre = |v: &SegmentValue<i32>, f: fn(i32) -> i32| match v {
-        SegmentValue::CenterOf(v) if (0..10).contains(v) => format!("{}", f(*v)),
-        _ => String::new(),
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    const CELL: i32 = 54;
+    const LEFT: i32 = 75;
+    const TOP: i32 = 45;
+    let centred = |size: u32, ink: &RGBColor| {
+        (FAMILY, size)
+            .into_font()
+            .color(ink)
+            .pos(Pos::new(HPos::Center, VPos::Center))
     };
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_labels(10)
-        .y_labels(10)
-        .x_desc("predicted")
-        .y_desc("true")
-        .label_style((FAMILY, 14))
-        .x_label_formatter(&|v| centre(v, |v| v))
-        .y_label_formatter(&|v| centre(v, |v| 9 - v))
-        .draw()
-        .map_err(err)?;
-    let at = |x: i32, y: i32| (SegmentValue::Exact(x), SegmentValue::Exact(y));
-    // Each row's cells shaded by their share of the row (the diagonal dark when right).
+    root.fill(&WHITE).map_err(err)?;
+    root.draw(&Text::new(
+        "confusion matrix (rows: true class, columns: predicted)",
+        (320, 18),
+        centred(19, &BLACK),
+    ))
+    .map_err(err)?;
     for (t, row) in confusion.iter().enumerate() {
         let total = row.iter().sum::<usize>().max(1) as f64;
+        let y = TOP + t as i32 * CELL;
         for (p, &c) in row.iter().enumerate() {
             let share = c as f64 / total;
             let level = (255.0 * (1.0 - share.sqrt())) as u8;
-            let (x, y) = (p as i32, 9 - t as i32);
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [at(x, y), at(x + 1, y + 1)],
-                    RGBColor(level, level, 255).filled(),
-                )))
-                .map_err(err)?;
+            let x = LEFT + p as i32 * CELL;
+            root.draw(&Rectangle::new(
+                [(x, y), (x + CELL, y + CELL)],
+                RGBColor(level, level, 255).filled(),
+            ))
+            .map_err(err)?;
+            root.draw(&Rectangle::new(
+                [(x, y), (x + CELL, y + CELL)],
+                RGBColor(200, 200, 200),
+            ))
+            .map_err(err)?;
             let ink = if share > 0.5 { WHITE } else { BLACK };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!("{c}"),
-                    at(x, y + 1),
-                    (FAMILY, 13).into_font().color(&ink),
-                )))
-                .map_err(err)?;
+            root.draw(&Text::new(
+                format!("{c}"),
+                (x + CELL / 2, y + CELL / 2),
+                centred(14, &ink),
+            ))
+            .map_err(err)?;
         }
+        root.draw(&Text::new(
+            format!("{t}"),
+            (LEFT - 14, y + CELL / 2),
+            centred(15, &BLACK),
+        ))
+        .map_err(err)?;
     }
+    let bottom = TOP + 10 * CELL;
+    for p in 0..10 {
+        root.draw(&Text::new(
+            format!("{p}"),
+            (LEFT + p * CELL + CELL / 2, bottom + 14),
+            centred(15, &BLACK),
+        ))
+        .map_err(err)?;
+    }
+    root.draw(&Text::new(
+        "predicted",
+        (LEFT + 5 * CELL, bottom + 38),
+        centred(15, &BLACK),
+    ))
+    .map_err(err)?;
+    root.draw(&Text::new(
+        "true",
+        (LEFT - 45, TOP + 5 * CELL),
+        centred(15, &BLACK),
+    ))
+    .map_err(err)?;
     root.present().map_err(err)
 }
 
