@@ -72,6 +72,13 @@ pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
         ));
     }
     let n = a.shape()[nd - 1];
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch {
+            op: OP,
+            lhs: a.device().to_string(),
+            rhs: b.device().to_string(),
+        });
+    }
     let vector = b.ndim() == 1;
     let b2 = if vector {
         b.reshape(&[-1, 1])?

@@ -29,6 +29,15 @@ fn device_mismatch_names_both_devices() {
     let b = randn3(&[2, 3], 18, DType::F32);
     let e = NDArray::concat(&[&g, &b], 0).unwrap_err().to_string();
     assert!(e.contains("cuda:0") && e.contains("cpu"), "{e}");
+    // linalg's factorizations run on the host, but do not move a mixed pair silently.
+    let sq = randn3(&[3, 3], 19, DType::F32);
+    let e = quill::linalg::solve(&sq.to_device(GPU).unwrap(), &sq)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("linalg.solve") && e.contains("cuda:0") && e.contains("cpu"),
+        "{e}"
+    );
     // A one-element CPU operand is a scalar: it moves.
     let one = NDArray::from_vec(vec![2.0f32], &[1]).unwrap();
     assert_close(
