@@ -76,12 +76,7 @@ pub fn vector_norm(
 pub fn matrix_norm(x: &NDArray, keepdims: bool, ord: NormOrd) -> Result<NDArray> {
     const OP: &str = "linalg.matrix_norm";
     let nd = x.ndim();
-    if nd < 2 {
-        return Err(Error::invalid(
-            OP,
-            format!("needs at least 2 dims, got shape {:?}", x.shape()),
-        ));
-    }
+    super::check_matrices(OP, x, false)?;
     let (rows, cols) = (-2isize, -1isize);
     let keep = |r: NDArray| -> Result<NDArray> {
         if keepdims {
@@ -140,12 +135,7 @@ pub fn matrix_norm(x: &NDArray, keepdims: bool, ord: NormOrd) -> Result<NDArray>
 pub fn diagonal(x: &NDArray, offset: isize) -> Result<NDArray> {
     const OP: &str = "linalg.diagonal";
     let nd = x.ndim();
-    if nd < 2 {
-        return Err(Error::invalid(
-            OP,
-            format!("needs at least 2 dims, got shape {:?}", x.shape()),
-        ));
-    }
+    super::check_matrices(OP, x, false)?;
     let (m, n) = (x.shape()[nd - 2] as isize, x.shape()[nd - 1] as isize);
     let (sm, sn) = (x.strides()[nd - 2], x.strides()[nd - 1]);
     let (r0, c0) = if offset >= 0 {
@@ -188,7 +178,7 @@ pub fn outer(a: &NDArray, b: &NDArray) -> Result<NDArray> {
 /// promoted dtype.
 pub fn cross(a: &NDArray, b: &NDArray, axis: isize) -> Result<NDArray> {
     const OP: &str = "linalg.cross";
-    let pick = |x: &NDArray, i: isize| -> Result<NDArray> {
+    let pick = |x: &NDArray, i: usize| -> Result<NDArray> {
         let nd = x.ndim() as isize;
         let ax = if axis < 0 { axis + nd } else { axis };
         if ax < 0 || ax >= nd {
@@ -208,13 +198,7 @@ pub fn cross(a: &NDArray, b: &NDArray, axis: isize) -> Result<NDArray> {
                 ),
             ));
         }
-        let mut args = vec![quill_core::SliceArg::FULL; x.ndim()];
-        args[ax] = quill_core::SliceArg::Range {
-            start: Some(i),
-            stop: Some(i + 1),
-            step: 1,
-        };
-        x.slice(&args)
+        x.slice(&crate::ndarray::axis_range(x.ndim(), ax, i, 1))
     };
     let (a0, a1, a2) = (pick(a, 0)?, pick(a, 1)?, pick(a, 2)?);
     let (b0, b1, b2) = (pick(b, 0)?, pick(b, 1)?, pick(b, 2)?);
@@ -289,17 +273,7 @@ pub fn tensordot(a: &NDArray, b: &NDArray, axes: (&[isize], &[isize])) -> Result
 /// inverse's power for negative `n` (an error for a singular matrix).
 pub fn matrix_power(a: &NDArray, n: i64) -> Result<NDArray> {
     const OP: &str = "linalg.matrix_power";
-    let nd = a.ndim();
-    if nd < 2 || a.shape()[nd - 1] != a.shape()[nd - 2] {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "needs square matrices (..., n, n), got shape {:?}",
-                a.shape()
-            ),
-        ));
-    }
-    let size = a.shape()[nd - 1];
+    let size = super::check_matrices(OP, a, true)?.0;
     if n == 0 {
         let eye = NDArray::eye(size, size, 0, a.dtype())?.to_device(a.device())?;
         return eye.broadcast_to(a.shape())?.compact();

@@ -2,7 +2,7 @@
 //! a faer matrix in f64, factored, and written back row-major. Singular and non-positive-definite
 //! input is an error naming the op and the batch index, as NumPy's `LinAlgError` does.
 
-use super::{broadcast_batch, build, result_dtype, shape_of, stack, Stack};
+use super::{broadcast_batch, build, check_matrices, result_dtype, shape_of, stack, Stack};
 use crate::NDArray;
 use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::{Mat, MatRef, Side};
@@ -62,16 +62,7 @@ fn zero_pivot(u: MatRef<'_, f64>) -> bool {
 pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     const OP: &str = "linalg.solve";
     let nd = a.ndim();
-    if nd < 2 || a.shape()[nd - 1] != a.shape()[nd - 2] {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "a needs square matrices (..., n, n), got shape {:?}",
-                a.shape()
-            ),
-        ));
-    }
-    let n = a.shape()[nd - 1];
+    let n = check_matrices(OP, a, true)?.0;
     if a.device() != b.device() {
         return Err(Error::DeviceMismatch {
             op: OP,

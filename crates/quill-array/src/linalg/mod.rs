@@ -50,10 +50,13 @@ pub(crate) fn result_dtype(a: &NDArray) -> DType {
     }
 }
 
-/// Checks that `a` has at least two dims (and, when `square`, that the last two are equal)
-/// and reads it as a stack of matrices in f64, from the host (counting a round trip for a
-/// GPU array).
-pub(crate) fn stack(op: &'static str, a: &NDArray, square: bool) -> Result<Stack> {
+/// Checks that `a` is a matrix or a stack of them (at least two dims) and, when `square`,
+/// that the last two dims are equal; returns them.
+pub(crate) fn check_matrices(
+    op: &'static str,
+    a: &NDArray,
+    square: bool,
+) -> Result<(usize, usize)> {
     let nd = a.ndim();
     if nd < 2 {
         return Err(Error::invalid(
@@ -74,6 +77,14 @@ pub(crate) fn stack(op: &'static str, a: &NDArray, square: bool) -> Result<Stack
             ),
         ));
     }
+    Ok((m, n))
+}
+
+/// Checks `a` as `check_matrices` does and reads it as a stack of matrices in f64, from the
+/// host (counting a round trip for a GPU array).
+pub(crate) fn stack(op: &'static str, a: &NDArray, square: bool) -> Result<Stack> {
+    let nd = a.ndim();
+    let (m, n) = check_matrices(op, a, square)?;
     let host = to_host(op, a)?;
     let host = if host.dtype() == DType::F64 {
         host

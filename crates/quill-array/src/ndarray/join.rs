@@ -10,7 +10,7 @@ use quill_core::shape::normalize_axis;
 use quill_core::{DType, Error, Layout, Result, SliceArg};
 
 /// The slice arguments selecting `start..start + len` on `axis` of a rank-`ndim` array.
-fn axis_range(ndim: usize, axis: usize, start: usize, len: usize) -> Vec<SliceArg> {
+pub(crate) fn axis_range(ndim: usize, axis: usize, start: usize, len: usize) -> Vec<SliceArg> {
     let mut args = vec![SliceArg::FULL; ndim];
     args[axis] = SliceArg::range(Some(start as isize), Some((start + len) as isize), 1);
     args

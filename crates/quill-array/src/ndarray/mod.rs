@@ -26,6 +26,7 @@ mod views;
 
 pub(crate) use bytes::{cpu_bytes, cpu_from_bytes};
 pub(crate) use conv::{compute_dtype, prepared};
+pub(crate) use join::axis_range;
 
 use crate::backend::Storage;
 use crate::device::Device;

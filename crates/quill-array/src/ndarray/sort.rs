@@ -81,14 +81,8 @@ impl NDArray {
         shape[ax] = n + include_initial as usize;
         super::check_alloc(OP, shape.iter().product(), compute)?;
         let out = NDArray::ones(&shape, compute)?.to_device(self.device())?;
-        let lane = |a: &NDArray, from: usize, to: usize| -> Result<NDArray> {
-            let mut args = vec![quill_core::SliceArg::FULL; a.ndim()];
-            args[ax] = quill_core::SliceArg::Range {
-                start: Some(from as isize),
-                stop: Some(to as isize),
-                step: 1,
-            };
-            a.slice(&args)
+        let lane = |a: &NDArray, from: usize, to: usize| {
+            a.slice(&super::join::axis_range(a.ndim(), ax, from, to - from))
         };
         let first = include_initial as usize;
         lane(&out, first, first + n)?.assign(&self.astype(compute)?)?;

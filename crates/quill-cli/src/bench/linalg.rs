@@ -6,15 +6,12 @@
 use super::peer::Peer;
 use super::{median, rounds_only};
 use crate::report::{heading, Table};
+use crate::train::q;
 use quill::linalg::{self, QrMode};
 use quill::{DType, NDArray};
 use std::time::Instant;
 
 const N: usize = 512;
-
-fn q<T>(r: quill::Result<T>) -> Result<T, String> {
-    r.map_err(|e| e.to_string())
-}
 
 /// The matrices of `linalg_peer.py`, built the same way: g (general) and a = g gᵀ / N + I.
 fn matrices() -> Result<(NDArray, NDArray, NDArray), String> {

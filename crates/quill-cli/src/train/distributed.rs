@@ -154,16 +154,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     if lead {
         std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
         if o.resume {
-            report::progress(
-                "resumed",
-                || {
-                    format!(
-                        "resumed from {} after epoch {start}",
-                        o.checkpoint_path().display()
-                    )
-                },
-                serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
-            );
+            super::report_resumed(&o, start);
         }
         let params = models::parameter_count(ddp.module());
         report::progress(

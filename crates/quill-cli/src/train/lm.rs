@@ -199,16 +199,7 @@ pub fn run(o: Options) -> Result<(), String> {
         let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0, vocab))?;
         start = r.epoch;
         rows = metrics::reconcile(&csv, start, r.history, true)?;
-        report::progress(
-            "resumed",
-            || {
-                format!(
-                    "resumed from {} after epoch {start}",
-                    o.checkpoint_path().display()
-                )
-            },
-            serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
-        );
+        super::report_resumed(&o, start);
     }
     let n_params = parameter_count(&model);
     let setup = serde_json::json!({

@@ -235,6 +235,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// Says that a run resumed from its checkpoint after epoch `start`.
+pub(super) fn report_resumed(o: &Options, start: usize) {
+    report::progress(
+        "resumed",
+        || {
+            format!(
+                "resumed from {} after epoch {start}",
+                o.checkpoint_path().display()
+            )
+        },
+        serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
+    );
+}
+
 /// Prints one finished epoch and appends it to `rows`; `suffix` follows the numbers (e.g.
 /// " (2 ranks)").
 pub(super) fn report_epoch(o: &Options, row: Row, rows: &mut Vec<Row>, suffix: &str) {
@@ -334,16 +348,7 @@ fn train(o: Options) -> Result<(), String> {
         let r = checkpoint::resume(&o, &model, opt.as_mut(), &meta_of(&o, 0))?;
         start = r.epoch;
         rows = metrics::reconcile(&csv, start, r.history, true)?;
-        report::progress(
-            "resumed",
-            || {
-                format!(
-                    "resumed from {} after epoch {start}",
-                    o.checkpoint_path().display()
-                )
-            },
-            serde_json::json!({"checkpoint": report::path(&o.checkpoint_path()), "epoch": start}),
-        );
+        report_resumed(&o, start);
     }
     let params = models::parameter_count(&model);
     let (n_train, n_test) = (loader.dataset().len(), test_loader.dataset().len());

@@ -246,26 +246,23 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     return x1._searchsorted(_arr(x2), side == "right")
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def _cumulative(name, native, x, axis, dtype, include_initial):
     if axis is None:
         if x.ndim != 1:
-            raise ValueError(f"cumulative_sum: axis is required for a rank-{x.ndim} array")
+            raise ValueError(f"{name}: axis is required for a rank-{x.ndim} array")
         axis = 0
     if dtype is not None:
         x = x.astype(dtype)
-    out = x._cumsum(axis, include_initial)
+    out = native(x, axis, include_initial)
     return out if dtype is None else out.astype(dtype)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_sum", NDArray._cumsum, x, axis, dtype, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError(f"cumulative_prod: axis is required for a rank-{x.ndim} array")
-        axis = 0
-    if dtype is not None:
-        x = x.astype(dtype)
-    out = x._cumprod(axis, include_initial)
-    return out if dtype is None else out.astype(dtype)
+    return _cumulative("cumulative_prod", NDArray._cumprod, x, axis, dtype, include_initial)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):

@@ -127,6 +127,21 @@ impl Backward for Cholesky {
     }
 }
 
+/// F (..., k, k) with F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, for values w
+/// (..., k): the weights of the eigenvector and singular-vector backwards, in Tensor ops.
+fn inverse_gaps(w: &Tensor) -> Result<Tensor> {
+    let k = w.shape()[w.ndim() - 1];
+    let eye = NDArray::eye(k, k, 0, w.dtype())?.to_device(w.device())?;
+    let off: Vec<f64> = (0..k * k).map(|i| f64::from(i / k != i % k)).collect();
+    let off = NDArray::from_vec(off, &[k, k])?.to_device(w.device())?;
+    // w_j - w_i, with 1 on the diagonal so that the reciprocal is finite there.
+    let gap = w
+        .unsqueeze(-2)?
+        .sub(&w.unsqueeze(-1)?)?
+        .add(&Tensor::new(eye))?;
+    mul_mask(&gap.reciprocal()?, &off)
+}
+
 struct EighValues;
 
 impl Backward for EighValues {
@@ -149,18 +164,8 @@ impl Backward for EighVectors {
     // dV = V (F ∘ (Vᵀ dA V)) with F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, so
     // gA = V (F ∘ (Vᵀ gV)) Vᵀ (for distinct eigenvalues, as PyTorch's formula).
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        let a = &inputs[0];
-        let (w, v) = a.eigh()?;
-        let n = a.shape()[a.ndim() - 1];
-        let eye = NDArray::eye(n, n, 0, a.dtype())?.to_device(a.device())?;
-        let off: Vec<f64> = (0..n * n).map(|k| f64::from(k / n != k % n)).collect();
-        let off = NDArray::from_vec(off, &[n, n])?.to_device(a.device())?;
-        // w_j - w_i, with 1 on the diagonal so that the reciprocal is finite there.
-        let gap = w
-            .unsqueeze(-2)?
-            .sub(&w.unsqueeze(-1)?)?
-            .add(&Tensor::new(eye))?;
-        let f = mul_mask(&gap.reciprocal()?, &off)?;
+        let (w, v) = inputs[0].eigh()?;
+        let f = inverse_gaps(&w)?;
         let inner = v.mt()?.matmul(g)?.mul(&f)?;
         Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mt()?)?)])
     }
@@ -171,16 +176,7 @@ impl Backward for EighVectors {
 /// F_ij = 1 / (s_j² - s_i²) off the diagonal, 0 on it.
 fn svd_parts(a: &Tensor) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     let (u, s, vh) = a.svd()?;
-    let k = s.shape()[s.ndim() - 1];
-    let eye = NDArray::eye(k, k, 0, a.dtype())?.to_device(a.device())?;
-    let off: Vec<f64> = (0..k * k).map(|i| f64::from(i / k != i % k)).collect();
-    let off = NDArray::from_vec(off, &[k, k])?.to_device(a.device())?;
-    let s2 = s.mul(&s)?;
-    let gap = s2
-        .unsqueeze(-2)?
-        .sub(&s2.unsqueeze(-1)?)?
-        .add(&Tensor::new(eye))?;
-    let f = mul_mask(&gap.reciprocal()?, &off)?;
+    let f = inverse_gaps(&s.mul(&s)?)?;
     Ok((u, s, vh.mt()?, f))
 }
 
