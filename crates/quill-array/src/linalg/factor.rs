@@ -397,19 +397,11 @@ pub fn pinv(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
         let k = m.min(n);
         let big = (0..k).map(|j| d[j]).fold(0.0, f64::max);
         let cut = cutoff(rtol, m, n, dt, big);
-        let (u, v) = (f.U(), f.V());
-        // pinv = V diag(1/s) Uᵀ, over the kept singular values.
-        for r in 0..n {
-            for c in 0..m {
-                let mut acc = 0.0;
-                for j in 0..k {
-                    if d[j] > cut {
-                        acc += v[(r, j)] * u[(c, j)] / d[j];
-                    }
-                }
-                out.push(acc);
-            }
-        }
+        // pinv = V diag(1/s) Uᵀ over the kept singular values, as one faer product.
+        let v = f.V();
+        let scaled =
+            Mat::<f64>::from_fn(n, k, |r, j| if d[j] > cut { v[(r, j)] / d[j] } else { 0.0 });
+        push(&mut out, (&scaled * f.U().transpose()).as_ref());
     }
     build(out, &shape_of(&s.batch, &[n, m]), dt, a.device())
 }
@@ -417,17 +409,18 @@ pub fn pinv(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
 /// The rank (..., int64) of each matrix of `a`: how many singular values exceed `rtol` times
 /// the largest (default: max(m, n) times the dtype's epsilon).
 pub fn matrix_rank(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
-    let s = stack("linalg.matrix_rank", a, false)?;
+    let (m, n) = check_matrices("linalg.matrix_rank", a, false)?;
     let sv = svdvals(a)?.astype(DType::F64)?.to_vec::<f64>()?;
-    let k = s.m.min(s.n);
+    let k = m.min(n);
+    let batch = &a.shape()[..a.ndim() - 2];
     let dt = result_dtype(a);
-    let out: Vec<i64> = (0..s.count())
+    let out: Vec<i64> = (0..batch.iter().product())
         .map(|i| {
             let v = &sv[i * k..(i + 1) * k];
             let big = v.iter().copied().fold(0.0, f64::max);
-            let cut = cutoff(rtol, s.m, s.n, dt, big);
+            let cut = cutoff(rtol, m, n, dt, big);
             v.iter().filter(|&&x| x > cut).count() as i64
         })
         .collect();
-    NDArray::from_vec(out, &s.batch)?.to_device(a.device())
+    NDArray::from_vec(out, batch)?.to_device(a.device())
 }
