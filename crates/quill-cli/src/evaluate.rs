@@ -9,14 +9,13 @@
 
 use crate::report;
 use crate::train::plot::{font, FAMILY};
-use crate::train::{image_model, q, MNIST_MEAN, MNIST_STD};
+use crate::train::q;
 use image::codecs::png::PngEncoder;
 use image::{ColorType, ImageEncoder};
 use plotters::prelude::*;
 use quill::data::Mnist;
-use quill::nn::{Module, Sequential};
-use quill::tensor::{no_grad, Tensor};
-use quill::{DType, NDArray};
+use quill::infer::ImageClassifier;
+use quill::DType;
 use std::path::{Path, PathBuf};
 
 /// `quill evaluate`'s options.
@@ -32,82 +31,8 @@ pub const PREDICT_USAGE: &str = "usage: quill predict [--checkpoint PATH] IMAGE 
                      (raw or .gz, as MNIST's), each classified
   --checkpoint PATH  a checkpoint of the image job (default runs/checkpoint.safetensors)";
 
-/// The input normalisation a checkpoint was trained with: x -> (x - mean) / std on [0, 1].
-#[derive(Clone, Copy, Debug)]
-struct Norm {
-    mean: f64,
-    std: f64,
-}
-
-/// The image model a checkpoint holds, in eval mode, and its input normalisation (from the
-/// metadata; MNIST's for checkpoints written before it was recorded).
-fn load(path: &Path) -> Result<(Sequential, Norm), String> {
-    let at = |msg: String| format!("{}: {msg}", path.display());
-    let ck = q(quill::io::load_checkpoint(path))?;
-    if let Some(task) = ck.metadata.get("task") {
-        return Err(at(format!(
-            "a checkpoint of task '{task}', not of the image job (`quill train`); for a language \
-             model use `quill generate`"
-        )));
-    }
-    let name = ck.metadata.get("model").ok_or_else(|| {
-        at("no 'model' in its metadata: not a checkpoint of `quill train`".into())
-    })?;
-    let model = image_model(name).map_err(at)?;
-    let state: Vec<(String, NDArray)> = ck
-        .tensors
-        .iter()
-        .filter_map(|(n, a)| n.strip_prefix("model.").map(|s| (s.to_string(), a.clone())))
-        .collect();
-    q(model.load_state_dict(&state)).map_err(at)?;
-    model.eval();
-    let number = |key: &str, default: f64| -> Result<f64, String> {
-        match ck.metadata.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| at(format!("metadata {key} = {v:?} is not a finite number"))),
-        }
-    };
-    let norm = Norm {
-        mean: number("normalize_mean", MNIST_MEAN)?,
-        std: number("normalize_std", MNIST_STD)?,
-    };
-    if norm.std <= 0.0 {
-        return Err(at(format!(
-            "metadata normalize_std = {} is not positive",
-            norm.std
-        )));
-    }
-    if let Some(shape) = ck.metadata.get("input_shape").filter(|s| *s != "1,28,28") {
-        return Err(at(format!(
-            "the model reads images of shape ({shape}); evaluate and predict handle (1,28,28)"
-        )));
-    }
-    Ok((model, norm))
-}
-
-/// Class probabilities (n, 10) of images (n, 1, 28, 28) with values in [0, 1].
-fn probabilities(
-    model: &Sequential,
-    norm: Norm,
-    images: &NDArray,
-) -> Result<Vec<[f64; 10]>, String> {
-    let _g = no_grad();
-    let x = q(q(images.astype(DType::F32))?.sub_scalar(norm.mean))?;
-    let x = q(x.div_scalar(norm.std))?;
-    let logits = q(model.forward(&Tensor::new(x)))?;
-    let p = q(q(logits.softmax(-1))?.array().astype(DType::F64))?;
-    let v = q(p.to_vec::<f64>())?;
-    Ok(v.chunks(10)
-        .map(|c| std::array::from_fn(|k| c[k]))
-        .collect())
-}
-
-fn argmax(p: &[f64; 10]) -> usize {
-    (0..10).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0)
+fn load(path: &Path) -> Result<ImageClassifier, String> {
+    q(ImageClassifier::load(path))
 }
 
 fn flag_value<'a>(
@@ -141,30 +66,16 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     });
-    let (model, norm) = load(&checkpoint)?;
+    let classifier = load(&checkpoint)?;
     let test = q(Mnist::load(&data, false))?;
-    let labels = q(test.labels.to_vec::<i64>())?;
-    let n = labels.len();
-    let mut probs = Vec::with_capacity(n);
-    let bar = report::bar(n.div_ceil(1000) as u64, "evaluate".into());
-    for start in (0..n).step_by(1000) {
-        let stop = (start + 1000).min(n) as isize;
-        let batch = q(test.images.slice(&quill::s![start as isize..stop]))?;
-        probs.extend(probabilities(&model, norm, &batch)?);
-        bar.inc(1);
-    }
+    let n = test.labels.shape()[0];
+    let bar = report::bar(n as u64, "evaluate".into());
+    let scores = q(classifier.evaluate(&test.images, &test.labels, |done, _| {
+        bar.set_position(done as u64)
+    }))?;
     bar.finish_and_clear();
-    let mut confusion = [[0usize; 10]; 10];
-    for (p, &y) in probs.iter().zip(&labels) {
-        confusion[y as usize][argmax(p)] += 1;
-    }
-    let correct: usize = (0..10).map(|k| confusion[k][k]).sum();
-    let accuracy = correct as f64 / n.max(1) as f64;
-    let per_class: Vec<f64> = confusion
-        .iter()
-        .enumerate()
-        .map(|(k, row)| row[k] as f64 / row.iter().sum::<usize>().max(1) as f64)
-        .collect();
+    let (confusion, labels) = (&scores.confusion, &scores.labels);
+    let (correct, accuracy, per_class) = (scores.correct(), scores.accuracy(), scores.per_class());
     if report::mode() != report::Mode::Json {
         println!(
             "test accuracy {:.2}% ({correct} of {n}), {}",
@@ -173,21 +84,12 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
         );
     }
     if report::mode() == report::Mode::Plain {
-        print_confusion(&confusion, &per_class);
+        print_confusion(confusion, &per_class);
     }
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let cm = out.join("confusion.png");
-    write_png(&cm, (640, 640), |root| draw_confusion(root, &confusion))?;
-    // The wrong answers given with the most confidence, most confident first.
-    let mut wrong: Vec<(usize, usize, f64)> = probs
-        .iter()
-        .zip(&labels)
-        .enumerate()
-        .filter(|(_, (p, &y))| argmax(p) != y as usize)
-        .map(|(i, (p, _))| (i, argmax(p), p[argmax(p)]))
-        .collect();
-    wrong.sort_by(|a, b| b.2.total_cmp(&a.2));
-    wrong.truncate(16);
+    write_png(&cm, (640, 640), |root| draw_confusion(root, confusion))?;
+    let wrong = scores.most_confident_mistakes(16);
     let pixels = q(q(test.images.astype(DType::F64))?.to_vec::<f64>())?;
     let tiles: Vec<Tile> = wrong
         .iter()
@@ -225,7 +127,7 @@ pub fn evaluate(args: &[String]) -> Result<(), String> {
 }
 
 /// The per-class accuracies and the confusion matrix as text.
-fn print_confusion(confusion: &[[usize; 10]; 10], per_class: &[f64]) {
+fn print_confusion(confusion: &[Vec<usize>], per_class: &[f64]) {
     println!("accuracy per class:");
     for (k, row) in confusion.iter().enumerate() {
         let total: usize = row.iter().sum();
@@ -274,7 +176,7 @@ fn write_png(
 /// centre, the class digits centred on the rows and columns.
 fn draw_confusion(
     root: DrawingArea<BitMapBackend, plotters::coord::Shift>,
-    confusion: &[[usize; 10]; 10],
+    confusion: &[Vec<usize>],
 ) -> Result<(), String> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     const CELL: i32 = 54;
@@ -375,78 +277,6 @@ fn draw_tiles(
     root.present().map_err(err)
 }
 
-/// Grey pixels in [0, 1] (row-major, `h` x `w`) as a (1, 1, 28, 28) image, white digit on
-/// black as MNIST: a light background is inverted, and the picture is resized to 28 x 28.
-fn to_mnist(v: Vec<f32>, h: u32, w: u32) -> Result<NDArray, String> {
-    let mut v = if (h, w) == (28, 28) {
-        v
-    } else {
-        let bytes = v.iter().map(|x| (x * 255.0).round() as u8).collect();
-        let img = image::GrayImage::from_raw(w, h, bytes)
-            .ok_or_else(|| format!("an image of {h} x {w} needs {} pixels", h * w))?;
-        let small = image::imageops::resize(&img, 28, 28, image::imageops::FilterType::Triangle);
-        small.pixels().map(|p| p.0[0] as f32 / 255.0).collect()
-    };
-    let mean = v.iter().sum::<f32>() / v.len().max(1) as f32;
-    if mean > 0.5 {
-        v.iter_mut().for_each(|x| *x = 1.0 - *x);
-    }
-    q(NDArray::from_vec(v, &[1, 1, 28, 28]))
-}
-
-/// The images of one input file, each named: a PNG or JPEG gives one (colour becomes grey), an
-/// IDX file of shape (n, h, w) or (h, w) gives its n. The format is read from the content (the
-/// IDX magic `00 00 08`, gzip's `1f 8b`, or what the image decoder recognises), not the name.
-fn read_input(path: &Path) -> Result<Vec<(String, NDArray)>, String> {
-    let at = |msg: String| format!("{}: {msg}", path.display());
-    let mut head = [0u8; 3];
-    let n = std::io::Read::read(
-        &mut std::fs::File::open(path).map_err(|e| at(e.to_string()))?,
-        &mut head,
-    )
-    .map_err(|e| at(e.to_string()))?;
-    let name = path.display().to_string();
-    if n == 3 && (head == [0, 0, 8] || head[..2] == [0x1f, 0x8b]) {
-        let a = q(quill::data::read_idx(path)).map_err(at)?;
-        let shape = a.shape().to_vec();
-        let (count, h, w) = match shape[..] {
-            [h, w] => (1, h, w),
-            [count, h, w] => (count, h, w),
-            _ => {
-                return Err(at(format!(
-                    "an IDX file of shape {shape:?}; predict reads images, (n, h, w) or (h, w)"
-                )))
-            }
-        };
-        let pixels = q(q(a.astype(DType::F32))?.to_vec::<f32>())?;
-        let size = h * w;
-        return (0..count)
-            .map(|i| {
-                let v = pixels[i * size..(i + 1) * size]
-                    .iter()
-                    .map(|x| x / 255.0)
-                    .collect();
-                let img = to_mnist(v, h as u32, w as u32).map_err(at)?;
-                let label = if shape.len() == 2 {
-                    name.clone()
-                } else {
-                    format!("{name}[{i}]")
-                };
-                Ok((label, img))
-            })
-            .collect();
-    }
-    let img = image::io::Reader::open(path)
-        .and_then(|r| r.with_guessed_format())
-        .map_err(|e| at(e.to_string()))?
-        .decode()
-        .map_err(|e| at(e.to_string()))?
-        .to_luma8();
-    let (w, h) = img.dimensions();
-    let v = img.pixels().map(|p| p.0[0] as f32 / 255.0).collect();
-    Ok(vec![(name, to_mnist(v, h, w).map_err(at)?)])
-}
-
 /// Runs `quill predict` with `args` (after the word `predict`).
 pub fn predict(args: &[String]) -> Result<(), String> {
     let mut checkpoint = PathBuf::from("runs/checkpoint.safetensors");
@@ -465,11 +295,11 @@ pub fn predict(args: &[String]) -> Result<(), String> {
     if files.is_empty() {
         return Err(format!("no image given\n{PREDICT_USAGE}"));
     }
-    let (model, norm) = load(&checkpoint)?;
+    let classifier = load(&checkpoint)?;
     for f in &files {
-        for (name, img) in read_input(f)? {
-            let p = probabilities(&model, norm, &img)?[0];
-            let mut order: Vec<usize> = (0..10).collect();
+        for (name, img) in q(ImageClassifier::read_images(f))? {
+            let p = q(classifier.probabilities(&img))?.remove(0);
+            let mut order: Vec<usize> = (0..p.len()).collect();
             order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
             let top: Vec<String> = order[..3]
                 .iter()

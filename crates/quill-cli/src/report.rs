@@ -10,7 +10,8 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 use std::io::IsTerminal;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// The output mode of this run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +25,19 @@ pub enum Mode {
 }
 
 static MODE: OnceLock<Mode> = OnceLock::new();
+
+/// The spinner of the long step running now (a benchmark), if one is drawn: lines printed
+/// meanwhile clear it first and redraw it after, so the two never share a terminal row.
+static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Prints `line` on stdout, around the active spinner.
+fn say(line: &str) {
+    let active = ACTIVE.lock().ok().and_then(|g| g.clone());
+    match active {
+        Some(bar) => bar.suspend(|| println!("{line}")),
+        None => println!("{line}"),
+    }
+}
 
 /// Takes `--quiet` and `--json` out of `args` (wherever they stand) and sets the mode; giving
 /// both is an error, since a script asking for JSON would otherwise get nothing.
@@ -66,14 +80,14 @@ fn emit(event: &str, fields: Value) {
             obj.insert("value".into(), other);
         }
     }
-    println!("{}", Value::Object(obj));
+    say(&Value::Object(obj).to_string());
 }
 
 /// A step of a long job (setup, an epoch, a sample): `text` in plain mode, `{"event": event,
 /// ...fields}` in JSON mode, nothing when quiet. `text` is built only when printed.
 pub fn progress(event: &str, text: impl FnOnce() -> String, fields: Value) {
     match mode() {
-        Mode::Plain => println!("{}", text()),
+        Mode::Plain => say(&text()),
         Mode::Json => emit(event, fields),
         Mode::Quiet => {}
     }
@@ -82,7 +96,7 @@ pub fn progress(event: &str, text: impl FnOnce() -> String, fields: Value) {
 /// A command's result: `text` in plain and quiet mode, the JSON object otherwise.
 pub fn result(event: &str, text: impl FnOnce() -> String, fields: Value) {
     match mode() {
-        Mode::Plain | Mode::Quiet => println!("{}", text()),
+        Mode::Plain | Mode::Quiet => say(&text()),
         Mode::Json => emit(event, fields),
     }
 }
@@ -91,7 +105,7 @@ pub fn result(event: &str, text: impl FnOnce() -> String, fields: Value) {
 /// `{"event": "setup", "text": ...}` line in JSON mode, left out when quiet.
 pub fn heading(text: String) {
     match mode() {
-        Mode::Plain => println!("{text}"),
+        Mode::Plain => say(&text),
         Mode::Json => emit("setup", serde_json::json!({ "text": text })),
         Mode::Quiet => {}
     }
@@ -113,6 +127,46 @@ pub fn bar(len: u64, prefix: String) -> ProgressBar {
         .with_prefix(prefix)
 }
 
+/// A spinner for a long step whose length is unknown ahead (a benchmark): `prefix`, the time
+/// elapsed and the last [`activity`] message, redrawn ten times a second on stderr in plain
+/// mode on a terminal; nothing otherwise. It disappears when the returned guard drops.
+pub fn spinner(prefix: String) -> Spinner {
+    if mode() != Mode::Plain || !std::io::stderr().is_terminal() {
+        return Spinner(None);
+    }
+    let style = ProgressStyle::with_template("{spinner} {prefix} {elapsed_precise} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+        .with_style(style)
+        .with_prefix(prefix);
+    bar.enable_steady_tick(Duration::from_millis(100));
+    if let Ok(mut g) = ACTIVE.lock() {
+        *g = Some(bar.clone());
+    }
+    Spinner(Some(bar))
+}
+
+/// Sets the active spinner's message (what is being measured now); nothing without one.
+pub fn activity(msg: String) {
+    if let Some(bar) = ACTIVE.lock().ok().and_then(|g| g.clone()) {
+        bar.set_message(msg);
+    }
+}
+
+/// Clears its spinner when dropped.
+pub struct Spinner(Option<ProgressBar>);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+            if let Ok(mut g) = ACTIVE.lock() {
+                *g = None;
+            }
+        }
+    }
+}
+
 /// A benchmark's result table: Markdown in plain and quiet mode, one `{"event": "bench",
 /// "bench": name, column: value, ...}` object per row in JSON mode (numbers as numbers, a
 /// trailing `x` of a ratio dropped, `-` as null).
@@ -125,8 +179,8 @@ impl Table {
     /// Starts the table of benchmark `name` with `columns`, printing its header where text.
     pub fn new(name: &str, columns: &[&str]) -> Table {
         if mode() != Mode::Json {
-            println!("| {} |", columns.join(" | "));
-            println!("|{}", "---|".repeat(columns.len()));
+            say(&format!("| {} |", columns.join(" | ")));
+            say(&format!("|{}", "---|".repeat(columns.len())));
         }
         Table {
             name: name.to_string(),
@@ -143,8 +197,12 @@ impl Table {
 
     /// One row, a cell per column.
     pub fn row(&self, cells: &[String]) {
+        activity(format!(
+            "measured: {}",
+            cells.first().map_or("", |c| c.as_str())
+        ));
         if mode() != Mode::Json {
-            println!("| {} |", cells.join(" | "));
+            say(&format!("| {} |", cells.join(" | ")));
             return;
         }
         let mut obj = Map::new();

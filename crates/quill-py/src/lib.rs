@@ -11,6 +11,7 @@ mod data;
 mod export;
 mod graph;
 mod guard;
+mod infer;
 mod layers;
 mod linalg;
 mod ndarray;
@@ -130,5 +131,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     graph::register(m)?;
     optim::register(m)?;
     linalg::register(m)?;
+    infer::register(m)?;
     Ok(())
 }

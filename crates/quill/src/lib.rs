@@ -18,6 +18,7 @@
 
 pub mod check;
 pub mod data;
+pub mod infer;
 pub mod io;
 pub mod nn;
 pub mod optim;

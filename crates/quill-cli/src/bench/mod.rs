@@ -13,7 +13,11 @@ mod peer;
 mod train;
 mod transformer;
 
+/// Runs `quill bench NAME [options]` (`copy` when no name is given), under a spinner on a
+/// terminal that names the benchmark, the time spent and the last row measured.
 pub fn run(args: &[String]) -> Result<(), String> {
+    let name = args.first().map_or("copy", String::as_str);
+    let _spinner = crate::report::spinner(format!("bench {name}"));
     match args.first().map(String::as_str) {
         Some("copy") | None => copy::run(&args[args.len().min(1)..]),
         Some("ops") => ops::run(&args[1..]),

@@ -22,18 +22,9 @@ use std::time::Instant;
 const EVAL_BATCH: usize = 10;
 
 /// The sequence model a `--model` name stands for.
-pub(crate) fn kind_of(model: &str) -> Result<SeqKind, String> {
-    Ok(match model {
-        "lstm" => SeqKind::Lstm,
-        "gru" => SeqKind::Gru,
-        "rnn" => SeqKind::RnnTanh,
-        "transformer" => SeqKind::Transformer,
-        other => return Err(format!("--model {other} is not a sequence model")),
-    })
-}
-
 fn kind(o: &Options) -> Result<SeqKind, String> {
-    kind_of(&o.model)
+    quill::infer::seq_kind(&o.model)
+        .map_err(|_| format!("--model {} is not a sequence model", o.model))
 }
 
 fn meta_of(o: &Options, epoch: usize, vocab: usize) -> BTreeMap<String, String> {
@@ -79,13 +70,13 @@ fn print_sample(
     let words: Vec<String> = (0..dict.len())
         .filter_map(|i| dict.word(i).map(str::to_string))
         .collect();
-    let sampler = crate::generate::Sampler {
+    let sampler = quill::infer::Sampler {
         model,
         words: &words,
         chars: o.tokens == "char",
         bptt: o.bptt,
     };
-    let draw = crate::generate::Draw {
+    let draw = quill::infer::Draw {
         tokens: if o.tokens == "char" { 100 } else { 20 },
         temperature: 0.8,
         top_k: 40,
@@ -101,7 +92,7 @@ fn print_sample(
         Ok(())
     });
     model.train();
-    r?;
+    q(r)?;
     report::progress(
         "sample",
         || format!("  sample: {}", text.trim()),

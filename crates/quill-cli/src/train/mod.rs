@@ -22,7 +22,7 @@ use metrics::Row;
 use options::{Options, Task};
 use quill::data::{DataLoader, Dataset, Mnist, Normalize, TensorDataset};
 use quill::nn::functional::{cross_entropy, Reduction};
-use quill::nn::{models, Flatten, Module, Sequential};
+use quill::nn::{models, Module, Sequential};
 use quill::optim::{apply_schedule, Adam, AdamW, CosineLr, LrSchedule, Optimizer, Sgd};
 use quill::tensor::{no_grad, Tensor};
 use quill::{s, NDArray};
@@ -31,9 +31,7 @@ use std::time::Instant;
 
 /// The image job's input normalisation (MNIST's pixel mean and standard deviation on [0, 1]),
 /// recorded in every checkpoint so `evaluate` and `predict` apply the same.
-pub(crate) const MNIST_MEAN: f64 = 0.1307;
-/// See [`MNIST_MEAN`].
-pub(crate) const MNIST_STD: f64 = 0.3081;
+pub(crate) use quill::infer::{MNIST_MEAN, MNIST_STD};
 
 /// A quill error as the CLI's error string.
 pub(crate) fn q<T>(r: quill::Result<T>) -> Result<T, String> {
@@ -41,22 +39,8 @@ pub(crate) fn q<T>(r: quill::Result<T>) -> Result<T, String> {
 }
 
 fn build_model(o: &Options) -> Result<Sequential, String> {
-    match o.model.as_str() {
-        "mlp" => {
-            let body = q(models::mlp_resnet(784, 512, 3, 10, 0.1, o.seed))?;
-            Ok(Sequential::new().add(Flatten).add(body))
-        }
-        "cnn" => q(models::small_cnn(o.seed)),
-        other => Err(format!("--model {other} is not available")),
-    }
-}
-
-/// The image job's model called `model` (`mlp` or `cnn`), as `quill train` builds it.
-pub(crate) fn image_model(model: &str) -> Result<Sequential, String> {
-    build_model(&Options {
-        model: model.into(),
-        ..Options::default()
-    })
+    quill::infer::image_model(&o.model, o.seed)
+        .map_err(|_| format!("--model {} is not available", o.model))
 }
 
 fn build_optimizer(o: &Options, params: Vec<Tensor>) -> Result<Box<dyn Optimizer>, String> {

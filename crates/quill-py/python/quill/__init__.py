@@ -18,6 +18,7 @@ from . import optim
 from . import data
 from . import models
 from . import apps
+from . import infer
 from . import array_api
 
 __all__ = [
