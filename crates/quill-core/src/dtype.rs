@@ -42,10 +42,15 @@ pub enum DType {
     U32,
     /// Unsigned 64-bit integer.
     U64,
+    /// A complex number of two f32 (real, imaginary), NumPy's complex64.
+    C64,
+    /// A complex number of two f64 (real, imaginary), NumPy's complex128.
+    C128,
 }
 
 impl DType {
-    /// Every dtype, floats first.
+    /// Every real dtype (everything but the complex ones), floats first: the dtypes every op
+    /// takes. [`DType::COMPLEX`] lists the others.
     pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F64,
@@ -62,11 +67,15 @@ impl DType {
         DType::U64,
     ];
 
+    /// The complex dtypes, narrowest first.
+    pub const COMPLEX: [DType; 2] = [DType::C64, DType::C128];
+
     /// Bytes per element.
     pub fn size_in_bytes(self) -> usize {
         use DType::*;
         match self {
-            F64 | I64 | U64 => 8,
+            C128 => 16,
+            F64 | I64 | U64 | C64 => 8,
             F32 | I32 | U32 => 4,
             F16 | BF16 | I16 | U16 => 2,
             U8 | I8 | Bool => 1,
@@ -75,6 +84,27 @@ impl DType {
     /// True for the four float types.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+    /// True for complex64 and complex128.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+    /// The real dtype of a complex one's parts (f32 for c64, f64 for c128); a real dtype itself.
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+    /// The complex dtype whose parts are this float (c64 for f32, f16 and bf16; c128 for
+    /// f64); `None` for the others.
+    pub fn to_complex(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::F16 | DType::BF16 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
+        }
     }
     /// True for the signed and unsigned integer types (not bool).
     pub fn is_int(self) -> bool {
@@ -105,6 +135,8 @@ impl DType {
             U32 => "u32",
             U64 => "u64",
             Bool => "bool",
+            C64 => "c64",
+            C128 => "c128",
         }
     }
     /// NumPy's name (`float32`, `int64`, `uint8`, `bool`; `bfloat16` as ml_dtypes spells it).
@@ -124,12 +156,15 @@ impl DType {
             U32 => "uint32",
             U64 => "uint64",
             Bool => "bool",
+            C64 => "complex64",
+            C128 => "complex128",
         }
     }
     /// Parses the names `name()` and `numpy_name()` give.
     pub fn parse(s: &str) -> Option<DType> {
         DType::ALL
             .into_iter()
+            .chain(DType::COMPLEX)
             .find(|d| d.name() == s || d.numpy_name() == s)
     }
 }
@@ -150,6 +185,8 @@ pub enum Scalar {
     I(i128),
     /// A bool.
     B(bool),
+    /// A complex number (real, imaginary): c64's parts widen exactly.
+    C(f64, f64),
 }
 
 macro_rules! scalar_from {
@@ -248,6 +285,7 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + Default + 'stat
             Scalar::F(v) => v,
             Scalar::I(v) => i128_to_f64(v),
             Scalar::B(b) => b as u8 as f64,
+            Scalar::C(re, _) => re,
         }
     }
 }
@@ -277,7 +315,8 @@ macro_rules! float_element {
             #[inline]
             fn from_scalar(s: Scalar) -> Self {
                 match s {
-                    Scalar::F(v) => $from64(v),
+                    // NumPy drops the imaginary part (with a ComplexWarning).
+                    Scalar::F(v) | Scalar::C(v, _) => $from64(v),
                     Scalar::I(v) => $fromi(v),
                     Scalar::B(b) => {
                         if b {
@@ -393,7 +432,7 @@ macro_rules! int_element {
             #[inline]
             fn from_scalar(s: Scalar) -> Self {
                 match s {
-                    Scalar::F(v) => $from_float(v),
+                    Scalar::F(v) | Scalar::C(v, _) => $from_float(v),
                     // Wraps: keeps the low bits, as C's integer conversions.
                     Scalar::I(v) => v as $t,
                     Scalar::B(b) => b as $t,
@@ -434,6 +473,7 @@ impl Element for bool {
             Scalar::F(v) => v != 0.0,
             Scalar::I(v) => v != 0,
             Scalar::B(b) => b,
+            Scalar::C(re, im) => re != 0.0 || im != 0.0,
         }
     }
     fn zero() -> Self {
@@ -444,9 +484,62 @@ impl Element for bool {
     }
 }
 
+/// complex64's element: two f32, real then imaginary (C's and NumPy's layout).
+pub type C64 = num_complex::Complex<f32>;
+/// complex128's element: two f64, real then imaginary.
+pub type C128 = num_complex::Complex<f64>;
+
+macro_rules! complex_element {
+    ($t:ty, $dt:ident, $part:ty) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                Scalar::C(self.re as f64, self.im as f64)
+            }
+            #[inline]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::C(re, im) => <$t>::new(re as $part, im as $part),
+                    other => <$t>::new(<$part>::from_scalar(other), 0.0),
+                }
+            }
+            fn zero() -> Self {
+                <$t>::new(0.0, 0.0)
+            }
+            fn one() -> Self {
+                <$t>::new(1.0, 0.0)
+            }
+        }
+    };
+}
+complex_element!(C64, C64, f32);
+complex_element!(C128, C128, f64);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn complex_casts_follow_numpy() {
+        // Real -> complex: imaginary 0; complex -> real: the real part; -> bool: either part.
+        assert_eq!(2.5f32.cast::<C128>(), C128::new(2.5, 0.0));
+        assert_eq!((-3i64).cast::<C64>(), C64::new(-3.0, 0.0));
+        assert_eq!(C128::new(1.9, 7.0).cast::<i32>(), 1);
+        assert_eq!(C64::new(-1.0, 2.0).cast::<u8>(), 255);
+        assert_eq!(C128::new(0.1, 2.0).cast::<f32>(), 0.1f32);
+        assert!(C64::new(0.0, -0.5).cast::<bool>());
+        assert!(!C128::new(0.0, -0.0).cast::<bool>());
+        assert_eq!(
+            C128::new(1e40, -1e40).cast::<C64>(),
+            C64::new(f32::INFINITY, f32::NEG_INFINITY)
+        );
+        assert_eq!(true.cast::<C128>(), C128::new(1.0, 0.0));
+        assert_eq!(DType::parse("complex64"), Some(DType::C64));
+        assert_eq!(DType::parse("c128"), Some(DType::C128));
+        assert_eq!(DType::C128.size_in_bytes(), 16);
+        assert_eq!(DType::C64.real_part(), DType::F32);
+    }
 
     #[test]
     fn numpy_float_to_int_rules() {

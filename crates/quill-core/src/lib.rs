@@ -24,7 +24,7 @@ pub mod slice;
 
 pub use backend::{Along, AttnDims, Backend, NormDims, Stat, Update};
 pub use conv::{Conv2dSpec, ConvDims, PoolDims};
-pub use dtype::{DType, Element, Scalar};
+pub use dtype::{DType, Element, Scalar, C128, C64};
 pub use error::{Dims, Error, Result};
 pub use half::{bf16, f16};
 pub use layout::{Layout, OffsetIter};

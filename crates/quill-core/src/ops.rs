@@ -411,6 +411,9 @@ impl UnaryOp {
     /// The dtype of `op(x)` for `x` of dtype `input` (NumPy's rules), or an error for a dtype the
     /// op does not accept.
     pub fn result_dtype(self, input: DType) -> Result<DType> {
+        if input.is_complex() {
+            return self.complex_result(input);
+        }
         match self.kind() {
             // NumPy's absolute of bool is the identity.
             UnaryKind::SameNumeric if input == DType::Bool && self == UnaryOp::Abs => Ok(input),
@@ -428,12 +431,42 @@ impl UnaryOp {
     }
 
     /// The dtype the kernel computes in: the result's, except predicates, which look at the
-    /// input as it is.
+    /// input as it is, and `abs` of a complex (a real result computed from the complex input).
     pub fn compute_dtype(self, input: DType) -> Result<DType> {
         match self.kind() {
             UnaryKind::Predicate => Ok(input),
+            _ if input.is_complex() => self.complex_result(input).map(|_| input),
             _ => self.result_dtype(input),
         }
+    }
+
+    /// Whether the op has a complex form (NumPy's complex loops): arithmetic, `sign` (z / |z|),
+    /// the exponentials, logarithms, roots, trigonometric and hyperbolic functions and their
+    /// inverses, and the predicates but `signbit`. Not the orderings (`relu`, rounding), `erf`,
+    /// the GELUs or `sigmoid`.
+    pub fn takes_complex(self) -> bool {
+        use UnaryOp::*;
+        !matches!(
+            self,
+            Relu | Gelu | GeluTanh | Erf | Sigmoid | Floor | Ceil | Round | Trunc | SignBit
+        )
+    }
+
+    fn complex_result(self, input: DType) -> Result<DType> {
+        if !self.takes_complex() {
+            return Err(Error::invalid(
+                self.name(),
+                format!(
+                    "not defined for complex dtype {input} (it needs an ordering or a real \
+                     function); apply it to .real or abs() instead"
+                ),
+            ));
+        }
+        Ok(match self.kind() {
+            UnaryKind::Predicate => DType::Bool,
+            _ if self == UnaryOp::Abs => input.real_part(),
+            _ => input,
+        })
     }
 }
 
@@ -464,6 +497,13 @@ impl BinaryOp {
                 format!("not defined for dtypes {lhs} and {rhs}: {why}"),
             ))
         };
+        if common.is_complex() {
+            return match self {
+                Add | Sub | Mul | Div | Pow | Eq | Ne => Ok(common),
+                _ if self.is_logical() => Ok(DType::Bool),
+                _ => bad("complex numbers have no order, remainder, atan2 or bits"),
+            };
+        }
         match self.kind() {
             BinaryKind::Logical => Ok(DType::Bool),
             // Division and the transcendental ops are float ops: integers give f64, as NumPy;
@@ -591,6 +631,7 @@ impl ReduceOp {
     pub fn result_dtype(self, input: DType) -> DType {
         use ReduceOp::*;
         match self {
+            Sum | Prod if input.is_complex() => input,
             Sum | Prod if input.is_unsigned_int() => DType::U64,
             Sum | Prod if !input.is_float() => DType::I64,
             Sum | Prod | Max | Min => input,

@@ -16,6 +16,11 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     if a == b {
         return a;
     }
+    if a.is_complex() || b.is_complex() {
+        // The complex type whose parts hold both parts (int32 with complex64: complex128).
+        let part = promote_types(a.real_part(), b.real_part());
+        return part.to_complex().unwrap_or(C128);
+    }
     match (a, b) {
         (Bool, x) | (x, Bool) => x,
         (x, y) if x.is_int() && y.is_int() => promote_ints(x, y),
@@ -74,6 +79,9 @@ fn float_precision(d: DType) -> usize {
 /// bool array gives i64).
 pub fn promote_with_scalar(array: DType, scalar: Scalar) -> DType {
     match scalar {
+        _ if array.is_complex() => array,
+        // A complex scalar keeps a float array's precision, else complex128.
+        Scalar::C(..) => array.to_complex().unwrap_or(DType::C128),
         Scalar::B(_) => array,
         Scalar::I(_) if array == DType::Bool => DType::I64,
         Scalar::I(_) => array,
@@ -88,6 +96,7 @@ pub fn scalar_dtype(s: Scalar) -> DType {
         Scalar::F(_) => DType::F64,
         Scalar::I(_) => DType::I64,
         Scalar::B(_) => DType::Bool,
+        Scalar::C(..) => DType::C128,
     }
 }
 
@@ -113,11 +122,22 @@ pub fn int_range(dtype: DType) -> Option<(i128, i128)> {
 /// `Error::ValueOutOfRange` (Python's `OverflowError`); NaN is "cannot convert float NaN to
 /// integer" (`ValueError`). Floats and bools take any number.
 pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Result<()> {
+    if let Scalar::C(re, im) = s {
+        if !dtype.is_complex() {
+            return Err(crate::Error::invalid(
+                op,
+                format!(
+                    "cannot write the complex value ({re}{im:+}j) into a {dtype} array: take its \
+                     .real first, or make the array complex (casting rule same_kind)"
+                ),
+            ));
+        }
+    }
     let Some((lo, hi)) = int_range(dtype) else {
         return Ok(());
     };
     let v: i128 = match s {
-        Scalar::B(_) => return Ok(()),
+        Scalar::B(_) | Scalar::C(..) => return Ok(()),
         Scalar::I(v) => v,
         Scalar::F(f) if f.is_nan() => {
             return Err(crate::Error::invalid(
@@ -148,9 +168,10 @@ pub fn check_scalar_fits(op: &'static str, dtype: DType, s: Scalar) -> crate::Re
 }
 
 /// NumPy's `same_kind` casting rule: a value of `from` may be written into `to` when `to`'s kind
-/// is no lower (bool -> integer -> float, never back).
+/// is no lower (bool -> integer -> float -> complex, never back).
 pub fn same_kind(from: DType, to: DType) -> bool {
-    let kind = |d: DType| u8::from(d.is_int()) + 2 * u8::from(d.is_float());
+    let kind =
+        |d: DType| u8::from(d.is_int()) + 2 * u8::from(d.is_float()) + 3 * u8::from(d.is_complex());
     kind(from) <= kind(to)
 }
 
@@ -170,6 +191,40 @@ mod tests {
                 assert_eq!(promote_types(c, b), c);
             }
         }
+    }
+
+    #[test]
+    fn complex_promotes_as_numpy() {
+        use DType::*;
+        let all: Vec<DType> = DType::ALL.into_iter().chain(DType::COMPLEX).collect();
+        for &a in &all {
+            for &b in &all {
+                let c = promote_types(a, b);
+                assert_eq!(c, promote_types(b, a), "{a} {b}");
+                assert_eq!(promote_types(c, a), c, "{a} {b}");
+            }
+        }
+        // Read off NumPy 2.4's promote_types.
+        for (a, b, c) in [
+            (C64, F32, C64),
+            (C64, F64, C128),
+            (C64, I16, C64),
+            (C64, I32, C128),
+            (C64, U8, C64),
+            (C64, U64, C128),
+            (C64, Bool, C64),
+            (C64, F16, C64),
+            (C64, C128, C128),
+            (C128, F32, C128),
+        ] {
+            assert_eq!(promote_types(a, b), c, "{a} {b}");
+        }
+        assert_eq!(promote_with_scalar(F32, Scalar::C(1.0, 1.0)), C64);
+        assert_eq!(promote_with_scalar(I8, Scalar::C(1.0, 1.0)), C128);
+        assert_eq!(promote_with_scalar(C64, Scalar::F(1.0)), C64);
+        assert!(same_kind(F64, C64) && !same_kind(C64, F64));
+        assert!(check_scalar_fits("setitem", F32, Scalar::C(1.0, 2.0)).is_err());
+        assert!(check_scalar_fits("setitem", C64, Scalar::C(1.0, 2.0)).is_ok());
     }
 
     #[test]

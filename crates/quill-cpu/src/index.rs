@@ -115,6 +115,7 @@ accumulate!(
     i8 => i8::wrapping_add, i16 => i16::wrapping_add, u16 => u16::wrapping_add,
     u32 => u32::wrapping_add, u64 => u64::wrapping_add,
     bool => |a, b| a | b,
+    quill_core::C64 => |a, b| a + b, quill_core::C128 => |a, b| a + b,
 );
 
 fn scatter_add_kernel<T: CpuElement + Accumulate, I: Copy + Into<i128>>(

@@ -54,6 +54,8 @@ pub fn copy(dst: &mut CpuStorage, dst_l: &Layout, src: &CpuStorage, src_l: &Layo
         (S::U16(d), S::U16(s)) => cw::<u16>(d, dst_l, s, src_l),
         (S::U32(d), S::U32(s)) => cw::<u32>(d, dst_l, s, src_l),
         (S::U64(d), S::U64(s)) => cw::<u64>(d, dst_l, s, src_l),
+        (S::C64(d), S::C64(s)) => cw(d, dst_l, s, src_l),
+        (S::C128(d), S::C128(s)) => cw(d, dst_l, s, src_l),
         (d, s) => {
             return Err(Error::DTypeMismatch {
                 op: "copy",

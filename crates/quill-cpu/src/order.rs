@@ -101,7 +101,12 @@ pub fn sort(
     descending: bool,
     indices: bool,
 ) -> Result<CpuStorage> {
-    dispatch_dtype!(src.dtype(), T => sorted::<T>(src, l, axis, descending, indices))
+    dispatch_dtype!(src.dtype(), T => sorted::<T>(src, l, axis, descending, indices), complex => {
+        Err(quill_core::Error::invalid(
+            if indices { "argsort" } else { "sort" },
+            format!("not defined for complex dtype {} (complex numbers have no order); sort abs() or .real", src.dtype()),
+        ))
+    })
 }
 
 fn cumsum_typed<T: CpuElement>(

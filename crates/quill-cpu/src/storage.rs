@@ -4,7 +4,7 @@
 pub use crate::buf::Buf;
 use crate::pool;
 use half::{bf16, f16};
-use quill_core::{DType, Element, Result};
+use quill_core::{DType, Element, Result, C128, C64};
 use std::any::Any;
 
 /// A CPU array's elements: one flat buffer whose arm is its dtype. It carries no shape; a
@@ -38,14 +38,40 @@ pub enum CpuStorage {
     U32(Buf<u32>),
     /// `DType::U64` elements.
     U64(Buf<u64>),
+    /// `DType::C64` elements (two f32 each, real first).
+    C64(Buf<C64>),
+    /// `DType::C128` elements (two f64 each, real first).
+    C128(Buf<C128>),
 }
 
 /// Runs `$body` with `$v` bound to the typed buffer (`Buf<T>`, a slice through `Deref`) of `$s`,
-/// whatever its dtype.
+/// whatever its dtype. The form `with_storage!(s, v => body, complex => other)` runs `other`
+/// (which does not see the buffer) for the complex dtypes instead: for kernels that have no
+/// complex form, `other` being the error that says so.
 #[macro_export]
 macro_rules! with_storage {
+    ($s:expr, $v:ident => $body:expr, complex => $other:expr) => {
+        match $s {
+            $crate::CpuStorage::C64(_) | $crate::CpuStorage::C128(_) => $other,
+            $crate::CpuStorage::F32($v) => $body,
+            $crate::CpuStorage::F64($v) => $body,
+            $crate::CpuStorage::F16($v) => $body,
+            $crate::CpuStorage::BF16($v) => $body,
+            $crate::CpuStorage::I32($v) => $body,
+            $crate::CpuStorage::I64($v) => $body,
+            $crate::CpuStorage::U8($v) => $body,
+            $crate::CpuStorage::Bool($v) => $body,
+            $crate::CpuStorage::I8($v) => $body,
+            $crate::CpuStorage::I16($v) => $body,
+            $crate::CpuStorage::U16($v) => $body,
+            $crate::CpuStorage::U32($v) => $body,
+            $crate::CpuStorage::U64($v) => $body,
+        }
+    };
     ($s:expr, $v:ident => $body:expr) => {
         match $s {
+            $crate::CpuStorage::C64($v) => $body,
+            $crate::CpuStorage::C128($v) => $body,
             $crate::CpuStorage::F32($v) => $body,
             $crate::CpuStorage::F64($v) => $body,
             $crate::CpuStorage::F16($v) => $body,
@@ -118,6 +144,8 @@ cpu_element!(i16, I16);
 cpu_element!(u16, U16);
 cpu_element!(u32, U32);
 cpu_element!(u64, U64);
+cpu_element!(C64, C64);
+cpu_element!(C128, C128);
 
 /// `len` elements of `s` from `off`, as `T`: a typed error naming `op` when `s` holds
 /// another dtype or is too short (an internal error: the array layer sized the buffers).
@@ -144,11 +172,29 @@ pub(crate) fn read<'a, T: CpuElement>(
     })
 }
 
-/// Calls `$f::<T>(args)` with `T` the element type of `$dtype`.
+/// Runs `$body` with the type `$T` the element type of `$dtype`. The form
+/// `dispatch_dtype!(d, T => body, complex => other)` runs `other` for the complex dtypes
+/// instead (see [`with_storage!`]).
 #[macro_export]
 macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr, complex => $other:expr) => {
+        $crate::dispatch_dtype!(@arms $dtype, $T => $body, c64 => $other, c128 => $other)
+    };
     ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::dispatch_dtype!(@arms $dtype, $T => $body,
+            c64 => {
+                type $T = quill_core::C64;
+                $body
+            },
+            c128 => {
+                type $T = quill_core::C128;
+                $body
+            })
+    };
+    (@arms $dtype:expr, $T:ident => $body:expr, c64 => $c64:expr, c128 => $c128:expr) => {
         match $dtype {
+            quill_core::DType::C64 => $c64,
+            quill_core::DType::C128 => $c128,
             quill_core::DType::F32 => {
                 type $T = f32;
                 $body
@@ -222,6 +268,8 @@ impl CpuStorage {
             CpuStorage::U16(_) => DType::U16,
             CpuStorage::U32(_) => DType::U32,
             CpuStorage::U64(_) => DType::U64,
+            CpuStorage::C64(_) => DType::C64,
+            CpuStorage::C128(_) => DType::C128,
         }
     }
 
@@ -266,7 +314,7 @@ impl CpuStorage {
                 }
             )*};
         }
-        moved!(f32, f64, f16, bf16, i32, i64, u8, bool, i8, i16, u16, u32, u64);
+        moved!(f32, f64, f16, bf16, i32, i64, u8, bool, i8, i16, u16, u32, u64, C64, C128);
         let v = slot.unwrap_or_default();
         crate::dispatch_dtype!(T::DTYPE, U => {
             U::wrap(v.iter().map(|x| U::from_scalar(x.to_scalar())).collect())

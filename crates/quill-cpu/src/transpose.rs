@@ -28,6 +28,8 @@ impl Word for u8 {}
 impl Word for u16 {}
 impl Word for u64 {}
 impl Word for bool {}
+impl Word for quill_core::C64 {}
+impl Word for quill_core::C128 {}
 
 impl Word for u32 {
     fn tile(

@@ -96,6 +96,9 @@ fn tag_type(d: DType) -> &'static str {
         DType::U16 => "TU16",
         DType::U32 => "TU32",
         DType::U64 => "TU64",
+        // Never reached: CUDA storage refuses complex dtypes (`CudaStorage::uninit`).
+        DType::C64 => "TC64",
+        DType::C128 => "TC128",
     }
 }
 

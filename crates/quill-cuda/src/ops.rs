@@ -163,6 +163,11 @@ pub fn fill(dst: &mut CudaStorage, ld: &Layout, value: Scalar) -> Result<()> {
         DType::U16 => go!(u16::from_scalar(value)),
         DType::U32 => go!(u32::from_scalar(value)),
         DType::U64 => go!(u64::from_scalar(value)),
+        DType::C64 | DType::C128 => Err(Error::Unsupported {
+            op: "fill",
+            backend: "cuda",
+            what: format!("dtype {}", dst.dtype()),
+        }),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyEllipsis, PyFloat, PyInt, PySlice, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyComplex, PyEllipsis, PyFloat, PyInt, PySlice, PyTuple};
 use quill::{DType, Error, NDArray, Scalar, SliceArg};
 
 pub fn err(e: Error) -> PyErr {
@@ -62,8 +62,8 @@ pub fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     };
     DType::parse(&name).ok_or_else(|| {
         PyTypeError::new_err(format!(
-            "unsupported dtype '{name}': quill has float16/32/64, bfloat16, int8/16/32/64, \
-             uint8/16/32/64 and bool"
+            "unsupported dtype '{name}': quill has float16/32/64, bfloat16, complex64/128, \
+             int8/16/32/64, uint8/16/32/64 and bool"
         ))
     })
 }
@@ -79,6 +79,9 @@ pub fn scalar_of(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     }
     if obj.is_exact_instance_of::<PyFloat>() {
         return obj.extract::<f64>().ok().map(Scalar::F);
+    }
+    if let Ok(z) = obj.cast_exact::<PyComplex>() {
+        return Some(Scalar::C(z.real(), z.imag()));
     }
     None
 }
@@ -143,6 +146,9 @@ pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> Py
             ("f", "float64", false) => Some("float32"),
             ("f", "float32" | "float64" | "float16", _) => None,
             ("f", _, _) => Some("float64"),
+            // Python complex numbers as complex64, as Python floats become float32.
+            ("c", "complex128", false) => Some("complex64"),
+            ("c", "complex64" | "complex128", _) => None,
             // Every NumPy integer width and bool has its quill dtype.
             ("i" | "u" | "b", _, _) => None,
             _ => {

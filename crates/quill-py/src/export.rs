@@ -25,6 +25,8 @@ fn format_of(d: DType) -> Option<&'static CStr> {
         DType::U16 => c"H",
         DType::U32 => c"I",
         DType::U64 => c"Q",
+        DType::C64 => c"Zf",
+        DType::C128 => c"Zd",
         DType::BF16 => return None,
     })
 }
@@ -171,6 +173,7 @@ const DL_INT: u8 = 0;
 const DL_UINT: u8 = 1;
 const DL_FLOAT: u8 = 2;
 const DL_BFLOAT: u8 = 4;
+const DL_COMPLEX: u8 = 5;
 const DL_BOOL: u8 = 6;
 const FLAG_READ_ONLY: u64 = 1;
 const FLAG_IS_COPIED: u64 = 2;
@@ -243,6 +246,8 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::U16 => (DL_UINT, 16),
         DType::U32 => (DL_UINT, 32),
         DType::U64 => (DL_UINT, 64),
+        DType::C64 => (DL_COMPLEX, 64),
+        DType::C128 => (DL_COMPLEX, 128),
     };
     DLDataType {
         code,
@@ -253,6 +258,8 @@ fn dl_dtype(d: DType) -> DLDataType {
 
 fn quill_dtype(t: DLDataType) -> PyResult<DType> {
     Ok(match (t.code, t.bits, t.lanes) {
+        (DL_COMPLEX, 64, 1) => DType::C64,
+        (DL_COMPLEX, 128, 1) => DType::C128,
         (DL_FLOAT, 32, 1) => DType::F32,
         (DL_FLOAT, 64, 1) => DType::F64,
         (DL_FLOAT, 16, 1) => DType::F16,

@@ -448,6 +448,29 @@ impl PyNDArray {
     fn pad(&self, axes: Vec<(usize, usize)>) -> PyResult<Self> {
         Ok(PyNDArray::wrap(self.inner.pad(&axes).q()?))
     }
+    /// The real part: a new real array for a complex one (float32 for complex64), the array
+    /// itself for a real one (as NumPy's `.real`).
+    #[getter]
+    fn real(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.real().q()?))
+    }
+    /// The imaginary part: a new real array for a complex one, zeros for a real one.
+    #[getter]
+    fn imag(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.imag().q()?))
+    }
+    /// The complex conjugate (a real array is returned as is).
+    fn conj(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.conj().q()?))
+    }
+    /// NumPy's name for `conj`.
+    fn conjugate(&self) -> PyResult<Self> {
+        self.conj()
+    }
+    /// The argument `atan2(imag, real)` in radians (NumPy's `angle`).
+    fn angle(&self) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.angle().q()?))
+    }
     /// A new contiguous array converted to `dtype` (a name such as 'float16' or a NumPy dtype) with
     /// NumPy's cast rules; a copy even when the dtype is unchanged. An unsupported dtype is a
     /// TypeError.

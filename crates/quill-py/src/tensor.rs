@@ -126,6 +126,15 @@ impl PyTensor {
             Some(d) if d != a.dtype() => a.astype(d).q()?,
             _ => a,
         };
+        if a.dtype().is_complex() {
+            // Complex autograd (PyTorch's conjugate Wirtinger rule) is not built yet, and a
+            // real Tensor would drop the imaginary part: refuse rather than lose data.
+            return Err(PyTypeError::new_err(format!(
+                "unsupported dtype '{}' for a Tensor: quill's autograd is real for now; use \
+                 NDArray (quill.backend_ndarray) or quill.array_api for complex arithmetic",
+                a.dtype().numpy_name()
+            )));
+        }
         let a = a.to_device(device.map_or(a.device(), |d| d.device)).q()?;
         let rg = requires_grad && a.dtype().is_float();
         Ok(wrap(Tensor::from_array(a, rg).q()?))

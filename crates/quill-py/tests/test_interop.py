@@ -233,10 +233,16 @@ def test_tensors_export_their_values():
     assert t.__dlpack_device__() == (1, 0)
 
 
-def test_from_dlpack_rejects_dtypes_quill_lacks():
-    for x in [np.ones(2, dtype=np.complex64), np.ones(2, dtype=np.complex128)]:
-        with pytest.raises(TypeError, match="from_dlpack"):
-            quill.from_dlpack(x)
+def test_from_dlpack_shares_complex_and_rejects_non_arrays():
+    for dt in [np.complex64, np.complex128]:
+        x = (np.arange(6) + 1j * np.arange(6, 12)).astype(dt).reshape(2, 3)[:, ::-1]
+        q = quill.from_dlpack(x)
+        assert q.dtype == np.dtype(dt).name
+        np.testing.assert_array_equal(q.numpy(), x)
+        x[0, 0] = 5 - 5j  # shared memory: the write shows through
+        assert q.numpy()[0, 0] == 5 - 5j
+        back = np.from_dlpack(q)
+        np.testing.assert_array_equal(back, x)
     with pytest.raises(AttributeError):
         quill.from_dlpack([1, 2, 3])
 

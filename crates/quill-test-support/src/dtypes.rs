@@ -12,6 +12,14 @@ macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::__reexport::quill_core as __qc;
         match $dtype {
+            __qc::DType::C64 => {
+                type $T = __qc::C64;
+                $body
+            }
+            __qc::DType::C128 => {
+                type $T = __qc::C128;
+                $body
+            }
             __qc::DType::F32 => {
                 type $T = f32;
                 $body

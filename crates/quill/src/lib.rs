@@ -36,7 +36,7 @@ pub use quill_array::{
 };
 pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,
-    NewAxis, ReduceOp, Result, Scalar, SliceArg, UnaryOp,
+    NewAxis, ReduceOp, Result, Scalar, SliceArg, UnaryOp, C128, C64,
 };
 pub use tensor::Tensor;
 

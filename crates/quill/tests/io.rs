@@ -73,6 +73,18 @@ fn bytes_of(a: &NDArray) -> Vec<u8> {
         DType::U16 => le(a.to_vec::<u16>().unwrap(), u16::to_le_bytes),
         DType::U32 => le(a.to_vec::<u32>().unwrap(), u32::to_le_bytes),
         DType::U64 => le(a.to_vec::<u64>().unwrap(), u64::to_le_bytes),
+        DType::C64 => a
+            .to_vec::<quill::C64>()
+            .unwrap()
+            .iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()].concat())
+            .collect(),
+        DType::C128 => a
+            .to_vec::<quill::C128>()
+            .unwrap()
+            .iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()].concat())
+            .collect(),
     }
 }
 
@@ -325,6 +337,18 @@ fn reference_crate_reads_our_files_byte_for_byte() {
             (format!("layer.{i}/w \"q\""), a)
         })
         .chain([
+            (
+                "complex".to_string(),
+                NDArray::complex(
+                    &sample(DType::F32, 6).reshape(&[2, 3]).unwrap(),
+                    &sample(DType::F32, 6)
+                        .reshape(&[3, 2])
+                        .unwrap()
+                        .transpose(0, 1)
+                        .unwrap(),
+                )
+                .unwrap(),
+            ),
             ("scalar".to_string(), NDArray::scalar(2.5f64)),
             (
                 "none".to_string(),
@@ -360,6 +384,7 @@ fn reference_crate_reads_our_files_byte_for_byte() {
         DType::U16 => Dtype::U16,
         DType::U32 => Dtype::U32,
         DType::U64 => Dtype::U64,
+        DType::C64 | DType::C128 => Dtype::C64,
     };
     for (name, a) in &tensors {
         let v = st.tensor(name).unwrap();
@@ -483,17 +508,36 @@ fn we_read_the_reference_crates_files() {
     assert_eq!(by_name["u64"].to_vec::<u64>().unwrap(), [u64::MAX]);
     assert_eq!(by_name["i8"].to_vec::<i8>().unwrap(), [i8::MIN, i8::MAX]);
 
-    // A dtype quill lacks is an error naming the file, the tensor and the dtype.
-    let c = [0u8; 8];
-    let bad = dir.join("c64.safetensors");
+    // complex64 as the reference crate writes it: real then imaginary f32 per element.
+    let c: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let cpath = dir.join("c64.safetensors");
     safetensors::serialize_to_file(
-        [("pairs", TensorView::new(Dtype::C64, vec![1], &c).unwrap())],
+        [("pairs", TensorView::new(Dtype::C64, vec![2], &c).unwrap())],
+        None,
+        &cpath,
+    )
+    .unwrap();
+    let (got, _) = load_safetensors(&cpath).unwrap();
+    assert_eq!(
+        got[0].1.to_vec::<quill::C64>().unwrap(),
+        [quill::C64::new(1.5, -2.0), quill::C64::new(0.25, 8.0)]
+    );
+    // A dtype quill lacks is an error naming the file, the tensor and the dtype.
+    let bad = dir.join("f8.safetensors");
+    safetensors::serialize_to_file(
+        [(
+            "bytes",
+            TensorView::new(Dtype::F8_E4M3, vec![2], &[0u8; 2]).unwrap(),
+        )],
         None,
         &bad,
     )
     .unwrap();
     let msg = load_err(&bad);
-    assert!(msg.contains("C64") && msg.contains("pairs"), "{msg}");
+    assert!(msg.contains("F8_E4M3") && msg.contains("bytes"), "{msg}");
 }
 
 #[test]

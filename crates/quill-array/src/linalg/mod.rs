@@ -57,6 +57,7 @@ pub(crate) fn check_matrices(
     a: &NDArray,
     square: bool,
 ) -> Result<(usize, usize)> {
+    refuse_complex(op, a)?;
     let nd = a.ndim();
     if nd < 2 {
         return Err(Error::invalid(
@@ -100,7 +101,24 @@ pub(crate) fn stack(op: &'static str, a: &NDArray, square: bool) -> Result<Stack
 }
 
 /// `a` on the host, noting a round trip when it was elsewhere.
+/// The factorizations work in f64: a complex operand would lose its imaginary part, so it is
+/// refused by name until they have complex forms.
+fn refuse_complex(op: &'static str, a: &NDArray) -> Result<()> {
+    if a.dtype().is_complex() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "complex matrices ({}) are not supported by quill's linalg yet; it works on \
+                 real ones",
+                a.dtype()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn to_host(op: &'static str, a: &NDArray) -> Result<NDArray> {
+    refuse_complex(op, a)?;
     crate::fallback::note_off_host(op, a.device());
     a.to_device(Device::Cpu)
 }

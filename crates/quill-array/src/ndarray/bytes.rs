@@ -29,6 +29,17 @@ pub(crate) fn cpu_bytes(s: &CpuStorage) -> Vec<u8> {
         CpuStorage::U16(v) => le(v, u16::to_le_bytes),
         CpuStorage::U32(v) => le(v, u32::to_le_bytes),
         CpuStorage::U64(v) => le(v, u64::to_le_bytes),
+        // Two parts each, real first (NumPy's and C's layout).
+        CpuStorage::C64(v) => v
+            .iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()])
+            .flatten()
+            .collect(),
+        CpuStorage::C128(v) => v
+            .iter()
+            .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()])
+            .flatten()
+            .collect(),
     }
 }
 
@@ -50,6 +61,24 @@ pub(crate) fn cpu_from_bytes(b: &[u8], dtype: DType) -> CpuStorage {
         DType::U16 => CpuStorage::U16(chunks(b).map(u16::from_le_bytes).collect()),
         DType::U32 => CpuStorage::U32(chunks(b).map(u32::from_le_bytes).collect()),
         DType::U64 => CpuStorage::U64(chunks(b).map(u64::from_le_bytes).collect()),
+        DType::C64 => CpuStorage::C64(
+            chunks::<8>(b)
+                .map(|c| {
+                    let (re, im) = c.split_at(4);
+                    let part = |p: &[u8]| f32::from_le_bytes(p.try_into().expect("4 bytes"));
+                    quill_core::C64::new(part(re), part(im))
+                })
+                .collect(),
+        ),
+        DType::C128 => CpuStorage::C128(
+            chunks::<16>(b)
+                .map(|c| {
+                    let (re, im) = c.split_at(8);
+                    let part = |p: &[u8]| f64::from_le_bytes(p.try_into().expect("8 bytes"));
+                    quill_core::C128::new(part(re), part(im))
+                })
+                .collect(),
+        ),
         DType::F16 => CpuStorage::F16(
             chunks(b)
                 .map(|c| half::f16::from_bits(u16::from_le_bytes(c)))

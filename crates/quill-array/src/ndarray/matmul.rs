@@ -43,6 +43,9 @@ impl NDArray {
             }
         };
         let (a, b) = (cast(self)?, cast(other)?);
+        if dt.is_complex() {
+            return NDArray::matmul_complex(&a, &b);
+        }
         let a = if sa.len() == 1 { a.unsqueeze(0)? } else { a };
         let b = if sb.len() == 1 { b.unsqueeze(1)? } else { b };
         let (ra, rb) = (a.ndim(), b.ndim());

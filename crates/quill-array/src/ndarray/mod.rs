@@ -5,6 +5,7 @@
 
 mod assign;
 mod bytes;
+mod complex;
 mod conv;
 mod create;
 mod display;

@@ -156,7 +156,10 @@ impl NDArray {
                 })
                 .collect();
             NDArray::from_vec(idx, values.shape())
-        })?;
+        }, complex => Err(Error::invalid(
+            OP,
+            format!("not defined for complex dtype {common} (complex numbers have no order)"),
+        )))?;
         out.to_device(values.device())
     }
 }

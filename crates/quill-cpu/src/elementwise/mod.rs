@@ -3,6 +3,7 @@
 //! existing one (in-place ops). Inputs come in the op's compute dtype; the array layer casts.
 
 pub mod binary;
+pub mod complex;
 pub mod math;
 pub mod real;
 pub mod unary;

@@ -9,7 +9,7 @@ use crate::{CpuElement, CpuStorage};
 use quill_core::{Error, LoopPlan, Result, UnaryOp};
 
 /// Writes `f(a)` for each element of `plan`'s operand 1 into `out[at..at + numel]`.
-fn run<T: CpuElement, U: CpuElement>(
+pub(crate) fn run<T: CpuElement, U: CpuElement>(
     a: &[T],
     plan: &LoopPlan,
     out: &mut CpuStorage,

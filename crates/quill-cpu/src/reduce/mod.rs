@@ -7,6 +7,7 @@
 //! Callers validate: `axes` are distinct and in range, and ops without an identity (max, min,
 //! arg*) are not asked for an empty reduction (this module would return the identity / -1).
 
+mod complex;
 mod elem;
 mod exec;
 mod fast;
@@ -25,12 +26,25 @@ use std::marker::PhantomData;
 
 /// `op` over `axes` of `src` seen through `l`; the result dtype is `op.result_dtype(..)`.
 pub fn reduce(op: ReduceOp, src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
-    with_storage!(src, s => reduce_typed(op, s, l, axes))
+    match src {
+        CpuStorage::C64(s) => complex::reduce(op, s, l, axes),
+        CpuStorage::C128(s) => complex::reduce(op, s, l, axes),
+        _ => {
+            with_storage!(src, s => reduce_typed(op, s, l, axes), complex => Err(complex::refused(op.name(), src.dtype())))
+        }
+    }
 }
 
-/// The mean (f64 for integer and bool inputs; f16 / bf16 accumulate in f32). Empty: NaN.
+/// The mean (f64 for integer and bool inputs; f16 / bf16 accumulate in f32; complex in its
+/// own precision). Empty: NaN.
 pub fn mean(src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
-    with_storage!(src, s => mean_typed(s, l, axes))
+    match src {
+        CpuStorage::C64(s) => complex::mean(s, l, axes),
+        CpuStorage::C128(s) => complex::mean(s, l, axes),
+        _ => {
+            with_storage!(src, s => mean_typed(s, l, axes), complex => Err(complex::refused("mean", src.dtype())))
+        }
+    }
 }
 
 /// Variance with `ddof` (NumPy: divides by `max(n - ddof, 0)`), or its square root when `std`.
@@ -42,13 +56,13 @@ pub fn var(
     ddof: usize,
     std: bool,
 ) -> Result<CpuStorage> {
-    with_storage!(src, s => var_typed(s, l, axes, ddof, std))
+    with_storage!(src, s => var_typed(s, l, axes, ddof, std), complex => Err(complex::refused(if std { "std" } else { "var" }, src.dtype())))
 }
 
 /// `log(sum(exp(x)))` computed as `m + log(sum(exp(x - m)))` with `m` the max; a slice whose
 /// max is not finite gives that max (all -inf: -inf, any +inf: +inf, any NaN: NaN).
 pub fn logsumexp(src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
-    with_storage!(src, s => logsumexp_typed(s, l, axes))
+    with_storage!(src, s => logsumexp_typed(s, l, axes), complex => Err(complex::refused("logsumexp", src.dtype())))
 }
 
 fn run<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> Result<CpuStorage>

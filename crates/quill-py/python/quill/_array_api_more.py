@@ -12,7 +12,8 @@ import numpy as _np
 
 from ._native import NDArray
 from .array_api import (
-    _BY_NAME, _arr, abs, arange, asarray, bool, concat, equal, exp, float16, float32, float64,
+    _BY_NAME, _arr, abs, arange, asarray, bool, complex64, complex128, concat, equal, exp,
+    float16, float32, float64,
     int8, int16, int32, int64, isinf, log1p, logical_or, matmul, maximum, minimum, multiply,
     not_equal, sqrt, uint8, uint16, uint32, uint64, where, zeros, zeros_like,
 )
@@ -25,8 +26,8 @@ _KINDS = {
     "unsigned integer": _UNSIGNED,
     "integral": _SIGNED + _UNSIGNED,
     "real floating": (float16, float32, float64),
-    "complex floating": (),
-    "numeric": _SIGNED + _UNSIGNED + (float16, float32, float64),
+    "complex floating": (complex64, complex128),
+    "numeric": _SIGNED + _UNSIGNED + (float16, float32, float64, complex64, complex128),
 }
 
 
@@ -71,8 +72,10 @@ def finfo(type, /):  # noqa: A002 - the standard's name
         return _Finfo(16, 2.0 ** -7, 3.3895313892515355e38, -3.3895313892515355e38,
                       2.0 ** -126, dt)
     f = _np.finfo(str(dt))
+    # A complex dtype's finfo describes its real parts (the standard's rule).
+    part = {"complex64": float32, "complex128": float64}.get(str(dt), dt)
     return _Finfo(f.bits, float(f.eps), float(f.max), float(f.min),
-                  float(f.smallest_normal), dt)
+                  float(f.smallest_normal), part)
 
 
 def iinfo(type, /):  # noqa: A002 - the standard's name

@@ -44,8 +44,9 @@ int8, int16, int32, int64 = _DType("int8"), _DType("int16"), _DType("int32"), _D
 uint8, uint16, uint32, uint64 = (_DType("uint8"), _DType("uint16"), _DType("uint32"),
                                  _DType("uint64"))
 float16, float32, float64 = _DType("float16"), _DType("float32"), _DType("float64")
+complex64, complex128 = _DType("complex64"), _DType("complex128")
 _BY_NAME = {d.name: d for d in [bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                                float16, float32, float64]}
+                                float16, float32, float64, complex64, complex128]}
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 
 
@@ -181,6 +182,22 @@ def bitwise_invert(x, /):
 
 
 _FLOATS = (float16, float32, float64, "bfloat16")
+_COMPLEX = (complex64, complex128)
+
+
+def real(x, /):
+    """The real part (a real array of the parts' precision; a real array itself)."""
+    return _arr(x).real
+
+
+def imag(x, /):
+    """The imaginary part (zeros for a real array)."""
+    return _arr(x).imag
+
+
+def conj(x, /):
+    """The complex conjugate."""
+    return _arr(x).conj()
 
 
 def _weak(x, like):
@@ -188,8 +205,11 @@ def _weak(x, like):
     integer array stays a float64 array."""
     if isinstance(x, NDArray) or not isinstance(like, NDArray):
         return _arr(x)
-    if isinstance(x, float) and like.dtype not in _FLOATS:
+    if isinstance(x, float) and like.dtype not in _FLOATS + _COMPLEX:
         return asarray(x)
+    if isinstance(x, complex) and like.dtype not in _COMPLEX:
+        # A complex scalar keeps a float32 / float16 array's precision, else complex128.
+        return asarray(x, dtype=complex64 if like.dtype in (float16, float32) else complex128)
     return NDArray(_np.asarray(x), dtype=like.dtype)
 
 
@@ -334,6 +354,8 @@ def vecdot(x1, x2, /, *, axis=-1):
         raise ValueError(f"vecdot: the contracted axis {axis} has size {x1.shape[axis]} in x1 "
                          f"(shape {x1.shape}) but {x2.shape[axis]} in x2 (shape {x2.shape})")
     from ._array_api_more import result_type
+    if x1.dtype in _COMPLEX:
+        x1 = x1.conj()  # the standard's vecdot conjugates the first operand
     return _reduce_as(x1 * x2, "sum", axis, result_type(x1, x2), False)
 
 
@@ -352,9 +374,8 @@ def __array_namespace_info__():
             return [_cpu()] + [d for d in [cuda()] if d.enabled()]
 
         def default_dtypes(self, *, device=None):
-            # quill has no complex dtype: that entry is None.
-            return {"real floating": float64, "complex floating": None, "integral": int64,
-                    "indexing": int64}
+            return {"real floating": float64, "complex floating": complex128,
+                    "integral": int64, "indexing": int64}
 
         def dtypes(self, *, device=None, kind=None):
             if kind is None:

@@ -52,6 +52,8 @@ fn to_st(d: DType) -> Dtype {
         DType::U16 => Dtype::U16,
         DType::U32 => Dtype::U32,
         DType::U64 => Dtype::U64,
+        // complex128 has no safetensors dtype: `layout_order` refuses it before this is asked.
+        DType::C64 | DType::C128 => Dtype::C64,
     }
 }
 
@@ -70,6 +72,7 @@ fn from_st(d: Dtype) -> Option<DType> {
         Dtype::U16 => DType::U16,
         Dtype::U32 => DType::U32,
         Dtype::U64 => DType::U64,
+        Dtype::C64 => DType::C64,
         _ => return None,
     })
 }
@@ -90,6 +93,8 @@ pub(super) fn st_name(d: DType) -> &'static str {
         DType::U16 => "U16",
         DType::U32 => "U32",
         DType::U64 => "U64",
+        DType::C64 => "C64",
+        DType::C128 => "C128",
     }
 }
 
@@ -102,7 +107,7 @@ fn bad_file(path: &Path, msg: impl std::fmt::Display) -> Error {
 /// intact.
 ///
 /// Every dtype is stored as its own safetensors dtype (F32, F64, F16, BF16, I8, I16, I32, I64,
-/// U8, U16, U32, U64, BOOL),
+/// U8, U16, U32, U64, BOOL, C64; complex128, which the format lacks, is refused),
 /// little-endian, in C order; views of any layout are compacted one at a time while writing.
 /// Tensors are laid out as the reference implementation lays them out (by decreasing dtype
 /// alignment, then by name), so every tensor's data is aligned for readers that map the file;
@@ -128,7 +133,16 @@ pub fn save_safetensors(
 /// Indices of `tensors` in the order they are written, after checking the names.
 fn layout_order(tensors: &[(String, NDArray)]) -> Result<Vec<usize>> {
     let mut seen = std::collections::HashSet::with_capacity(tensors.len());
-    for (name, _) in tensors {
+    for (name, a) in tensors {
+        if a.dtype() == DType::C128 {
+            return Err(Error::invalid(
+                SAVE,
+                format!(
+                    "tensor {name:?} is complex128, which the safetensors format has no dtype \
+                     for (it has C64); save a.astype(complex64), or its .real and .imag"
+                ),
+            ));
+        }
         if name == METADATA_KEY {
             return Err(Error::invalid(
                 SAVE,
@@ -259,6 +273,7 @@ pub(super) fn write_tensor(w: &mut (impl Write + ?Sized), a: &NDArray) -> io::Re
         DType::U16 => a.with_host_slice(|v| write_le(w, v, u16::to_le_bytes)),
         DType::U32 => a.with_host_slice(|v| write_le(w, v, u32::to_le_bytes)),
         DType::U64 => a.with_host_slice(|v| write_le(w, v, u64::to_le_bytes)),
+        DType::C64 | DType::C128 => a.to_le_bytes().map(|bytes| w.write_all(&bytes)),
     }
     .map_err(other)?
 }
@@ -447,6 +462,7 @@ fn decode(dtype: DType, bytes: &[u8], shape: &[usize]) -> Result<NDArray> {
         DType::U16 => NDArray::from_vec(read_le(bytes, u16::from_le_bytes), shape),
         DType::U32 => NDArray::from_vec(read_le(bytes, u32::from_le_bytes), shape),
         DType::U64 => NDArray::from_vec(read_le(bytes, u64::from_le_bytes), shape),
+        DType::C64 | DType::C128 => NDArray::from_le_bytes(bytes, shape, dtype),
     }
 }
 

@@ -299,3 +299,29 @@ macro_rules! float_cells {
     )*};
 }
 float_cells!(f64 => F64, f32 => F32, f16 => F16, bf16 => BF16);
+
+/// Complex cells as NumPy prints them: the real parts in one float format (right-aligned), the
+/// imaginary parts in another with their sign always shown, then `j`, left-aligned
+/// (`[1. +2.j , 3. -4.5j]`).
+macro_rules! complex_cells {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl Cells for $t {
+            fn cells(data: &[Self], _rank0: bool) -> Vec<String> {
+                let re: Vec<f64> = data.iter().map(|z| z.re as f64).collect();
+                let im: Vec<f64> = data.iter().map(|z| z.im as f64).collect();
+                let re = float_cells(&re, FloatKind::$kind);
+                let im: Vec<String> = float_cells(&im, FloatKind::$kind)
+                    .into_iter()
+                    .map(|s| {
+                        let s = s.trim();
+                        let sign = if s.starts_with('-') { "" } else { "+" };
+                        format!("{sign}{s}j")
+                    })
+                    .collect();
+                let w = im.iter().map(String::len).max().unwrap_or(0);
+                re.iter().zip(&im).map(|(r, i)| format!("{r}{i:<w$}")).collect()
+            }
+        }
+    )*};
+}
+complex_cells!(quill_core::C64 => F32, quill_core::C128 => F64);

@@ -1,0 +1,132 @@
+//! The parts of complex arrays: `real`, `imag`, `conj`, `angle` and building one from two real
+//! arrays (`NDArray::complex`), and the complex matmul, done on the real GEMM by the 4M method
+//! (four real products, the accuracy of BLAS's `zgemm`). Complex arrays live on the CPU (CUDA
+//! storage refuses them), so the parts are computed over the host elements in C order.
+
+use super::NDArray;
+use crate::device::Device;
+use num_complex::Complex;
+use quill_core::{DType, Error, Result, C128, C64};
+
+/// `f` over each complex element of `a` (complex64 or complex128), giving `U`s of `a`'s shape.
+macro_rules! map_parts {
+    ($a:expr, |$z:ident| $e32:expr, |$w:ident| $e64:expr) => {{
+        let a: &NDArray = $a;
+        match a.dtype() {
+            DType::C64 => {
+                let v: Vec<C64> = a.to_vec()?;
+                NDArray::from_vec(
+                    v.into_iter().map(|$z: C64| $e32).collect::<Vec<_>>(),
+                    a.shape(),
+                )
+            }
+            _ => {
+                let v: Vec<C128> = a.to_vec()?;
+                NDArray::from_vec(
+                    v.into_iter().map(|$w: C128| $e64).collect::<Vec<_>>(),
+                    a.shape(),
+                )
+            }
+        }
+    }};
+}
+
+impl NDArray {
+    /// The real part: of a complex array a new real array (f32 for complex64, f64 for
+    /// complex128); of a real array the array itself (a view, as NumPy's `.real`).
+    pub fn real(&self) -> Result<NDArray> {
+        if !self.dtype().is_complex() {
+            return Ok(self.clone());
+        }
+        map_parts!(self, |z| z.re, |w| w.re)
+    }
+
+    /// The imaginary part: of a complex array a new real array; of a real array zeros of its
+    /// dtype and shape.
+    pub fn imag(&self) -> Result<NDArray> {
+        if !self.dtype().is_complex() {
+            return NDArray::zeros(self.shape(), self.dtype())?.to_device(self.device());
+        }
+        map_parts!(self, |z| z.im, |w| w.im)
+    }
+
+    /// The complex conjugate `re - i im`; a real array is its own conjugate (returned as is).
+    pub fn conj(&self) -> Result<NDArray> {
+        if !self.dtype().is_complex() {
+            return Ok(self.clone());
+        }
+        map_parts!(self, |z| z.conj(), |w| w.conj())
+    }
+
+    /// The argument `atan2(im, re)` in radians, in (-pi, pi]: of a real array 0 for
+    /// non-negative values and pi for negative ones (f64 for integers, as NumPy).
+    pub fn angle(&self) -> Result<NDArray> {
+        if !self.dtype().is_complex() {
+            let x = if self.dtype().is_float() {
+                self.clone()
+            } else {
+                self.astype(DType::F64)?
+            };
+            return NDArray::zeros(x.shape(), x.dtype())?
+                .to_device(x.device())?
+                .atan2(&x);
+        }
+        map_parts!(self, |z| z.im.atan2(z.re), |w| w.im.atan2(w.re))
+    }
+
+    /// The complex array `re + i im` (both real, broadcast together): complex64 when both fit
+    /// f32 (f32, f16, bf16, small integers), else complex128.
+    pub fn complex(re: &NDArray, im: &NDArray) -> Result<NDArray> {
+        const OP: &str = "complex";
+        for (what, x) in [("re", re), ("im", im)] {
+            if x.dtype().is_complex() {
+                return Err(Error::invalid(
+                    OP,
+                    format!("{what} must be real, got {}", x.dtype()),
+                ));
+            }
+        }
+        let part = quill_core::promote_types(
+            quill_core::promote_types(re.dtype(), im.dtype()),
+            DType::F16,
+        );
+        let dtype = part.to_complex().unwrap_or(DType::C128);
+        let shape = quill_core::shape::broadcast_shapes(OP, re.shape(), im.shape())?;
+        let device = re.device();
+        let take = |x: &NDArray| -> Result<Vec<f64>> {
+            x.broadcast_to(&shape)?
+                .to_device(Device::Cpu)?
+                .astype(DType::F64)?
+                .to_vec::<f64>()
+        };
+        let (r, i) = (take(re)?, take(im)?);
+        let out = if dtype == DType::C64 {
+            let v: Vec<C64> = r
+                .iter()
+                .zip(&i)
+                .map(|(&a, &b)| Complex::new(a as f32, b as f32))
+                .collect();
+            NDArray::from_vec(v, &shape)?
+        } else {
+            let v: Vec<C128> = r
+                .iter()
+                .zip(&i)
+                .map(|(&a, &b)| Complex::new(a, b))
+                .collect();
+            NDArray::from_vec(v, &shape)?
+        };
+        if device == Device::Cpu {
+            Ok(out)
+        } else {
+            out.to_device(device)
+        }
+    }
+
+    /// The matrix product of complex operands (already of one complex dtype) by four real products; the real matmul handles 1-D operands and batch dims: `(ar br - ai bi) + i (ar bi + ai br)`.
+    pub(crate) fn matmul_complex(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+        let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
+        let re = ar.matmul(&br)?.sub(&ai.matmul(&bi)?)?;
+        let im = ar.matmul(&bi)?.add(&ai.matmul(&br)?)?;
+        NDArray::complex(&re, &im)
+    }
+}
