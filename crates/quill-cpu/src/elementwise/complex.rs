@@ -16,7 +16,110 @@ fn unsupported(op: &'static str, dtype: quill_core::DType) -> Error {
 }
 
 macro_rules! complex_kernels {
-    ($f:ty, $div:ident, $pow:ident, $expm1:ident, $log1p:ident) => {
+    ($f:ty, $div:ident, $pow:ident, $expm1:ident, $log1p:ident, $m:ident) => {
+        /// The inverse functions by Kahan's formulas ("Branch cuts for complex elementary
+        /// functions", 1987), which keep the sign of a zero imaginary part and so put each
+        /// point of a cut on the side C99 and NumPy put it (num-complex's logarithm forms do
+        /// not). `1 - z` is `(1 - x, -y)`, never a complex subtraction, for the same reason.
+        mod $m {
+            use num_complex::Complex;
+            type C = Complex<$f>;
+
+            /// The principal square root, C99's `csqrt` (num-complex's polar form loses the
+            /// digits of a small part): `t = sqrt((|x| + |z|) / 2)`, then `(t, y / 2t)` for
+            /// `x >= 0` and `(|y| / 2t, copysign(t, y))` otherwise; zeros keep their signs.
+            pub fn sqrt(z: C) -> C {
+                let (x, y) = (z.re, z.im);
+                if y.is_infinite() {
+                    return C::new(<$f>::INFINITY, y);
+                }
+                if x.is_nan() || y.is_nan() {
+                    return if x == <$f>::INFINITY {
+                        C::new(x, y)
+                    } else {
+                        C::new(<$f>::NAN, <$f>::NAN)
+                    };
+                }
+                if x.is_infinite() {
+                    return if x > 0.0 {
+                        C::new(x, (0.0 as $f).copysign(y))
+                    } else {
+                        C::new(0.0, <$f>::INFINITY.copysign(y))
+                    };
+                }
+                if x == 0.0 && y == 0.0 {
+                    return C::new(0.0, y);
+                }
+                // Halves first: |x| + |z| would overflow near the largest values.
+                let t = (0.5 * x.abs() + 0.5 * x.hypot(y)).sqrt();
+                if x >= 0.0 {
+                    C::new(t, y / (2.0 * t))
+                } else {
+                    C::new(y.abs() / (2.0 * t), t.copysign(y))
+                }
+            }
+
+            fn one_minus(z: C) -> C {
+                C::new(1.0 - z.re, -z.im)
+            }
+            fn one_plus(z: C) -> C {
+                C::new(1.0 + z.re, z.im)
+            }
+            /// `-i z` and `i z` as component swaps (a multiplication would add signed zeros).
+            fn times_minus_i(z: C) -> C {
+                C::new(z.im, -z.re)
+            }
+            fn times_i(z: C) -> C {
+                C::new(-z.im, z.re)
+            }
+
+            pub fn asin(z: C) -> C {
+                let (a, b) = (sqrt(one_minus(z)), sqrt(one_plus(z)));
+                C::new(
+                    (z.re / (a.re * b.re - a.im * b.im)).atan(),
+                    (a.re * b.im - a.im * b.re).asinh(),
+                )
+            }
+
+            pub fn acos(z: C) -> C {
+                let (a, b) = (sqrt(one_minus(z)), sqrt(one_plus(z)));
+                C::new(
+                    2.0 * (a.re / b.re).atan(),
+                    (b.re * a.im - b.im * a.re).asinh(),
+                )
+            }
+
+            pub fn acosh(z: C) -> C {
+                let a = sqrt(C::new(z.re - 1.0, z.im));
+                let b = sqrt(C::new(z.re + 1.0, z.im));
+                C::new(
+                    (a.re * b.re + a.im * b.im).asinh(),
+                    2.0 * (a.im / b.re).atan(),
+                )
+            }
+
+            /// `asinh(z) = -i asin(i z)`.
+            pub fn asinh(z: C) -> C {
+                times_minus_i(asin(times_i(z)))
+            }
+
+            /// `atanh(z)`: real part `log1p(4x / ((1 - x)^2 + y^2)) / 4`, imaginary part
+            /// `atan2(2y, (1 - x)(1 + x) - y^2) / 2`.
+            pub fn atanh(z: C) -> C {
+                let (x, y) = (z.re, z.im);
+                let d = (1.0 - x) * (1.0 - x) + y * y;
+                C::new(
+                    0.25 * (4.0 * x / d).ln_1p(),
+                    0.5 * (2.0 * y).atan2((1.0 - x) * (1.0 + x) - y * y),
+                )
+            }
+
+            /// `atan(z) = -i atanh(i z)`.
+            pub fn atan(z: C) -> C {
+                times_minus_i(atanh(times_i(z)))
+            }
+        }
+
         /// `a / b` by Smith's algorithm (NumPy's): scales by the larger part of `b`.
         #[inline(always)]
         fn $div(a: Complex<$f>, b: Complex<$f>) -> Complex<$f> {
@@ -83,7 +186,9 @@ macro_rules! complex_kernels {
             if x.abs() < 0.5 && y.abs() < 0.5 {
                 Complex::new(0.5 * (x * (2.0 + x) + y * y).ln_1p(), y.atan2(1.0 + x))
             } else {
-                (Complex::new(1.0, 0.0) + z).ln()
+                // 1 + z without adding to the imaginary part, whose signed zero picks the side
+                // of the cut (-0.0 + 0.0 would be +0.0).
+                Complex::new(1.0 + z.re, z.im).ln()
             }
         }
 
@@ -124,8 +229,8 @@ macro_rules! complex_kernels {
                         z.ln() / std::f64::consts::LN_10 as $f
                     }),
                     Log1p => run(a, plan, out, at, $log1p),
-                    Sqrt => run(a, plan, out, at, |z: C| z.sqrt()),
-                    Rsqrt => run(a, plan, out, at, move |z: C| $div(one, z.sqrt())),
+                    Sqrt => run(a, plan, out, at, $m::sqrt),
+                    Rsqrt => run(a, plan, out, at, move |z: C| $div(one, $m::sqrt(z))),
                     Reciprocal => run(a, plan, out, at, move |z: C| $div(one, z)),
                     Sin => run(a, plan, out, at, |z: C| z.sin()),
                     Cos => run(a, plan, out, at, |z: C| z.cos()),
@@ -133,12 +238,12 @@ macro_rules! complex_kernels {
                     Tanh => run(a, plan, out, at, |z: C| z.tanh()),
                     Sinh => run(a, plan, out, at, |z: C| z.sinh()),
                     Cosh => run(a, plan, out, at, |z: C| z.cosh()),
-                    Asin => run(a, plan, out, at, |z: C| z.asin()),
-                    Acos => run(a, plan, out, at, |z: C| z.acos()),
-                    Atan => run(a, plan, out, at, |z: C| z.atan()),
-                    Asinh => run(a, plan, out, at, |z: C| z.asinh()),
-                    Acosh => run(a, plan, out, at, |z: C| z.acosh()),
-                    Atanh => run(a, plan, out, at, |z: C| z.atanh()),
+                    Asin => run(a, plan, out, at, $m::asin),
+                    Acos => run(a, plan, out, at, $m::acos),
+                    Atan => run(a, plan, out, at, $m::atan),
+                    Asinh => run(a, plan, out, at, $m::asinh),
+                    Acosh => run(a, plan, out, at, $m::acosh),
+                    Atanh => run(a, plan, out, at, $m::atanh),
                     LogicalNot => run(a, plan, out, at, |z: C| z.re == 0.0 && z.im == 0.0),
                     IsNan => run(a, plan, out, at, |z: C| z.re.is_nan() || z.im.is_nan()),
                     IsInf => run(a, plan, out, at, |z: C| {
@@ -173,5 +278,5 @@ macro_rules! complex_kernels {
     };
 }
 
-complex_kernels!(f32, div32, pow32, expm1_32, log1p_32);
-complex_kernels!(f64, div64, pow64, expm1_64, log1p_64);
+complex_kernels!(f32, div32, pow32, expm1_32, log1p_32, inverse32);
+complex_kernels!(f64, div64, pow64, expm1_64, log1p_64, inverse64);

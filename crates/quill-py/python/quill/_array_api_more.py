@@ -15,7 +15,7 @@ from .array_api import (
     _BY_NAME, _arr, abs, arange, asarray, bool, complex64, complex128, concat, equal, exp,
     float16, float32, float64,
     int8, int16, int32, int64, isinf, log1p, logical_or, matmul, maximum, minimum, multiply,
-    not_equal, sqrt, uint8, uint16, uint32, uint64, where, zeros, zeros_like,
+    not_equal, sqrt, uint8, uint16, uint32, uint64, where, zeros,
 )
 
 _SIGNED = (int8, int16, int32, int64)
@@ -423,23 +423,11 @@ def logaddexp(x1, x2, /):
     return where(same, x1 + math.log(2.0), m + log1p(exp(-abs(d))))
 
 
-def conj(x, /):
-    return x
-
-
-def real(x, /):
-    return x
-
-
-def imag(x, /):
-    return zeros_like(x)
-
-
 __all__ = [
     "isdtype", "result_type", "can_cast", "finfo", "iinfo", "meshgrid", "tril", "triu",
     "moveaxis", "broadcast_arrays", "take", "repeat", "roll", "tile", "unstack", "tensordot",
     "sort", "argsort", "nonzero", "searchsorted", "cumulative_sum", "unique_values",
     "unique_counts", "unique_inverse", "unique_all", "signbit", "copysign", "hypot",
-    "logaddexp", "conj", "real", "imag", "cumulative_prod", "count_nonzero", "diff",
+    "logaddexp", "cumulative_prod", "count_nonzero", "diff",
     "take_along_axis", "broadcast_shapes", "isin",
 ]
