@@ -9,6 +9,7 @@
 mod backend;
 pub mod device;
 mod fallback;
+pub mod fft;
 pub mod fused;
 pub mod linalg;
 pub mod ndarray;

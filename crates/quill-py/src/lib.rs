@@ -9,6 +9,7 @@ mod check;
 mod convert;
 mod data;
 mod export;
+mod fft;
 mod graph;
 mod guard;
 mod infer;
@@ -132,5 +133,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optim::register(m)?;
     linalg::register(m)?;
     infer::register(m)?;
+    fft::register(m)?;
     Ok(())
 }

@@ -31,8 +31,8 @@ pub use quill_array::pool::{
     empty_cache, set_enabled as set_buffer_pool, stats as buffer_pool_stats, PoolStats,
 };
 pub use quill_array::{
-    device, fused_kernel, fused_ops, host_round_trips, linalg, ndarray, reset_host_round_trips,
-    supported_ops, supports, Device, NDArray, Pinned,
+    device, fft, fused_kernel, fused_ops, host_round_trips, linalg, ndarray,
+    reset_host_round_trips, supported_ops, supports, Device, NDArray, Pinned,
 };
 pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,

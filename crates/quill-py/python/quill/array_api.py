@@ -392,3 +392,4 @@ def __array_namespace_info__():
 
 from ._array_api_more import *  # noqa: E402,F401,F403 - needs the names above
 from . import array_api_linalg as linalg  # noqa: E402 - the standard's linalg extension
+from . import array_api_fft as fft  # noqa: E402 - the standard's fft extension

@@ -1,0 +1,473 @@
+//! Discrete Fourier transforms with NumPy's and the Array API's semantics: `fft` / `ifft` of
+//! complex (or real, made complex) data along one axis, cropped or zero-padded to `n` points;
+//! `rfft` / `irfft` between real signals and their half spectra; `hfft` / `ihfft` for Hermitian
+//! signals; the n-dimensional forms over several axes; the sample frequencies. The transforms
+//! run on the host with rustfft (any length: mixed radix, Rader and Bluestein), one plan per
+//! call over every lane of the axis; f32 and complex64 compute in single precision, everything
+//! else in double, as NumPy 2 does.
+
+use crate::device::Device;
+use crate::NDArray;
+use num_complex::Complex;
+use quill_core::shape::normalize_axis;
+use quill_core::{DType, Error, Result};
+use rustfft::{FftNum, FftPlanner};
+
+/// Which direction carries the `1/n` scale (NumPy's `norm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Norm {
+    /// The forward transform unscaled, the inverse scaled by `1/n` (the default).
+    Backward,
+    /// Both scaled by `1/sqrt(n)`.
+    Ortho,
+    /// The forward transform scaled by `1/n`, the inverse unscaled.
+    Forward,
+}
+
+impl Norm {
+    /// The norm called `name` (`"backward"`, `"ortho"`, `"forward"`).
+    pub fn parse(name: &str) -> Result<Norm> {
+        match name {
+            "backward" => Ok(Norm::Backward),
+            "ortho" => Ok(Norm::Ortho),
+            "forward" => Ok(Norm::Forward),
+            other => Err(Error::invalid(
+                "fft",
+                format!("norm must be 'backward', 'ortho' or 'forward', got {other:?}"),
+            )),
+        }
+    }
+
+    /// The factor a transform of `n` points in direction `inverse` is scaled by.
+    fn scale(self, n: usize, inverse: bool) -> f64 {
+        match (self, inverse) {
+            (Norm::Ortho, _) => 1.0 / (n as f64).sqrt(),
+            (Norm::Backward, true) | (Norm::Forward, false) => 1.0 / n as f64,
+            _ => 1.0,
+        }
+    }
+
+    /// The norm with its direction swapped (how hfft and ihfft reuse irfft and rfft).
+    fn swapped(self) -> Norm {
+        match self {
+            Norm::Backward => Norm::Forward,
+            Norm::Forward => Norm::Backward,
+            Norm::Ortho => Norm::Ortho,
+        }
+    }
+}
+
+/// The complex dtype a transform of `dtype` computes in.
+fn complex_of(op: &'static str, dtype: DType) -> Result<DType> {
+    match dtype {
+        DType::C64 | DType::F32 | DType::F16 | DType::BF16 => Ok(DType::C64),
+        DType::Bool => Err(Error::invalid(
+            op,
+            "takes numbers, not bool; astype a float first",
+        )),
+        _ => Ok(DType::C128),
+    }
+}
+
+fn check_points(op: &'static str, n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::invalid(
+            op,
+            "invalid number of data points (0): n must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `a` (complex) with `axis` moved last, cropped or zero-padded to `n` there, as host lanes of
+/// `n` complex values in C order, with the permuted shape.
+fn lanes<T: FftNum>(a: &NDArray, axis: usize, n: usize) -> Result<(Vec<Complex<T>>, Vec<usize>)>
+where
+    Complex<T>: quill_core::Element,
+{
+    let nd = a.ndim();
+    let mut order: Vec<isize> = (0..nd as isize).filter(|&i| i != axis as isize).collect();
+    order.push(axis as isize);
+    let moved = a.permute(&order)?;
+    let len = a.shape()[axis];
+    let kept = len.min(n);
+    let cut = if kept < len {
+        let mut args = vec![
+            quill_core::SliceArg::Range {
+                start: None,
+                stop: None,
+                step: 1
+            };
+            nd
+        ];
+        args[nd - 1] = quill_core::SliceArg::Range {
+            start: Some(0),
+            stop: Some(kept as isize),
+            step: 1,
+        };
+        moved.slice(&args)?
+    } else {
+        moved
+    };
+    let v: Vec<Complex<T>> = cut.to_device(Device::Cpu)?.to_vec()?;
+    let mut shape = cut.shape().to_vec();
+    if kept == n {
+        return Ok((v, shape));
+    }
+    let rows: usize = shape[..nd - 1].iter().product();
+    let mut out = vec![Complex::new(T::zero(), T::zero()); rows * n];
+    for r in 0..rows {
+        out[r * n..r * n + kept].copy_from_slice(&v[r * kept..(r + 1) * kept]);
+    }
+    shape[nd - 1] = n;
+    Ok((out, shape))
+}
+
+/// The array of `shape` (axis last) from `v`, with the last axis moved back to `axis`.
+fn unlanes<E: quill_core::Element>(
+    v: Vec<E>,
+    shape: &[usize],
+    axis: usize,
+    device: Device,
+) -> Result<NDArray> {
+    let nd = shape.len();
+    let a = NDArray::from_vec(v, shape)?;
+    // Position i of the result takes dim order[i] of the lanes' layout.
+    let order: Vec<isize> = (0..nd)
+        .map(|i| {
+            if i == axis {
+                nd as isize - 1
+            } else if i < axis {
+                i as isize
+            } else {
+                i as isize - 1
+            }
+        })
+        .collect();
+    let out = a.permute(&order)?.compact()?;
+    if device == Device::Cpu {
+        Ok(out)
+    } else {
+        out.to_device(device)
+    }
+}
+
+/// Transforms every lane of `n` values of `v` in place, then scales it.
+fn transform<T: FftNum>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f64) {
+    if v.is_empty() {
+        return;
+    }
+    let mut planner = FftPlanner::<T>::new();
+    let plan = if inverse {
+        planner.plan_fft_inverse(n)
+    } else {
+        planner.plan_fft_forward(n)
+    };
+    plan.process(v);
+    if scale != 1.0 {
+        let s = T::from_f64(scale).unwrap_or_else(T::one);
+        v.iter_mut().for_each(|z| *z = *z * s);
+    }
+}
+
+/// A complex transform of `a` along `axis` in the precision of `dtype` (c64 or c128).
+fn complex_fft(
+    op: &'static str,
+    a: &NDArray,
+    n: Option<usize>,
+    axis: isize,
+    norm: Norm,
+    inverse: bool,
+) -> Result<NDArray> {
+    if a.ndim() == 0 {
+        return Err(Error::invalid(
+            op,
+            "needs at least one dimension, got a 0-d array",
+        ));
+    }
+    let ax = normalize_axis(op, axis, a.ndim(), 0)?;
+    let n = n.unwrap_or(a.shape()[ax]);
+    check_points(op, n)?;
+    let dtype = complex_of(op, a.dtype())?;
+    let z = if a.dtype() == dtype {
+        a.clone()
+    } else {
+        a.astype(dtype)?
+    };
+    crate::fallback::note_off_host(op, a.device());
+    let scale = norm.scale(n, inverse);
+    if dtype == DType::C64 {
+        let (mut v, shape) = lanes::<f32>(&z, ax, n)?;
+        transform(&mut v, n, inverse, scale);
+        unlanes(v, &shape, ax, a.device())
+    } else {
+        let (mut v, shape) = lanes::<f64>(&z, ax, n)?;
+        transform(&mut v, n, inverse, scale);
+        unlanes(v, &shape, ax, a.device())
+    }
+}
+
+/// The one-dimensional DFT of `a` along `axis` (NumPy's `fft.fft`): `n` points (the axis'
+/// length by default; fewer crop, more zero-pad), complex64 for f32 / complex64 input, else
+/// complex128.
+pub fn fft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    complex_fft("fft", a, n, axis, norm, false)
+}
+
+/// The inverse of [`fft`] (NumPy's `fft.ifft`).
+pub fn ifft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    complex_fft("ifft", a, n, axis, norm, true)
+}
+
+fn refuse_complex(op: &'static str, a: &NDArray) -> Result<()> {
+    if a.dtype().is_complex() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "takes a real signal, got {}; use fft for complex input",
+                a.dtype()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The DFT of a real signal keeping the `n / 2 + 1` non-negative frequencies (NumPy's
+/// `fft.rfft`).
+pub fn rfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    const OP: &str = "rfft";
+    refuse_complex(OP, a)?;
+    let full = complex_fft(OP, a, n, axis, norm, false)?;
+    let ax = normalize_axis(OP, axis, a.ndim(), 0)?;
+    let n = full.shape()[ax];
+    keep(&full, ax, n / 2 + 1)
+}
+
+/// The first `m` entries of `a` along `axis`, as a contiguous array.
+fn keep(a: &NDArray, axis: usize, m: usize) -> Result<NDArray> {
+    let mut args = vec![
+        quill_core::SliceArg::Range {
+            start: None,
+            stop: None,
+            step: 1
+        };
+        a.ndim()
+    ];
+    args[axis] = quill_core::SliceArg::Range {
+        start: Some(0),
+        stop: Some(m as isize),
+        step: 1,
+    };
+    a.slice(&args)?.compact()
+}
+
+/// The real signal of `n` points (default `2 (m - 1)` for `m` given frequencies) whose
+/// [`rfft`] is `a` (NumPy's `fft.irfft`): the half spectrum is extended by conjugate symmetry;
+/// the imaginary parts of the zero and Nyquist frequencies do not contribute.
+pub fn irfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    const OP: &str = "irfft";
+    if a.ndim() == 0 {
+        return Err(Error::invalid(
+            OP,
+            "needs at least one dimension, got a 0-d array",
+        ));
+    }
+    let ax = normalize_axis(OP, axis, a.ndim(), 0)?;
+    let m = a.shape()[ax];
+    let n = match n {
+        Some(n) => n,
+        None if m >= 1 => 2 * (m - 1),
+        None => 0,
+    };
+    check_points(OP, n)?;
+    let dtype = complex_of(OP, a.dtype())?;
+    let z = if a.dtype() == dtype {
+        a.clone()
+    } else {
+        a.astype(dtype)?
+    };
+    crate::fallback::note_off_host(OP, a.device());
+    let scale = norm.scale(n, true);
+    // The half spectrum needs n / 2 + 1 entries: crop or zero-pad to that, then mirror.
+    let half = n / 2 + 1;
+    macro_rules! go {
+        ($t:ty) => {{
+            let (v, mut shape) = lanes::<$t>(&z, ax, half)?;
+            let rows = v.len() / half;
+            let mut full = vec![Complex::<$t>::new(0.0, 0.0); rows * n];
+            for r in 0..rows {
+                let (src, dst) = (&v[r * half..(r + 1) * half], &mut full[r * n..(r + 1) * n]);
+                dst[0] = src[0];
+                for k in 1..half.min(n) {
+                    dst[k] = src[k];
+                    if n - k != k {
+                        dst[n - k] = src[k].conj();
+                    }
+                }
+            }
+            transform(&mut full, n, true, scale);
+            shape[a.ndim() - 1] = n;
+            let re: Vec<$t> = full.iter().map(|z| z.re).collect();
+            unlanes(re, &shape, ax, a.device())
+        }};
+    }
+    if dtype == DType::C64 {
+        go!(f32)
+    } else {
+        go!(f64)
+    }
+}
+
+/// The real spectrum of a signal with Hermitian symmetry given by its first half (NumPy's
+/// `fft.hfft`): `irfft(conj(a))` with the norm's direction swapped.
+pub fn hfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    let c = if a.dtype().is_complex() {
+        a.conj()?
+    } else {
+        a.clone()
+    };
+    irfft(&c, n, axis, norm.swapped())
+}
+
+/// The inverse of [`hfft`] (NumPy's `fft.ihfft`): `conj(rfft(a))` with the norm's direction
+/// swapped.
+pub fn ihfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<NDArray> {
+    rfft(a, n, axis, norm.swapped())?.conj()
+}
+
+/// The axes and sizes of an n-dimensional transform: `axes` default to the last `s.len()`
+/// (or all) axes, `s` to their lengths.
+fn plan_axes(
+    op: &'static str,
+    a: &NDArray,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+) -> Result<Vec<(isize, Option<usize>)>> {
+    let nd = a.ndim() as isize;
+    let axes: Vec<isize> = match (axes, s) {
+        (Some(ax), _) => ax.to_vec(),
+        (None, Some(s)) => (nd - s.len() as isize..nd).collect(),
+        (None, None) => (0..nd).collect(),
+    };
+    if let Some(s) = s {
+        if s.len() != axes.len() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "s has {} entries but axes has {}; give one size per axis",
+                    s.len(),
+                    axes.len()
+                ),
+            ));
+        }
+    }
+    let mut seen = Vec::new();
+    for &ax in &axes {
+        let n = normalize_axis(op, ax, a.ndim(), 0)?;
+        if seen.contains(&n) {
+            return Err(Error::DuplicateAxis {
+                op,
+                axis: ax,
+                axes: axes.clone(),
+            });
+        }
+        seen.push(n);
+    }
+    Ok(axes
+        .iter()
+        .enumerate()
+        .map(|(i, &ax)| (ax, s.map(|s| s[i])))
+        .collect())
+}
+
+/// The n-dimensional DFT over `axes` (NumPy's `fft.fftn`).
+pub fn fftn(
+    a: &NDArray,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+    norm: Norm,
+) -> Result<NDArray> {
+    let mut out = a.astype(complex_of("fftn", a.dtype())?)?;
+    for (ax, n) in plan_axes("fftn", a, s, axes)?.into_iter().rev() {
+        out = fft(&out, n, ax, norm)?;
+    }
+    Ok(out)
+}
+
+/// The inverse of [`fftn`] (NumPy's `fft.ifftn`).
+pub fn ifftn(
+    a: &NDArray,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+    norm: Norm,
+) -> Result<NDArray> {
+    let mut out = a.astype(complex_of("ifftn", a.dtype())?)?;
+    for (ax, n) in plan_axes("ifftn", a, s, axes)?.into_iter().rev() {
+        out = ifft(&out, n, ax, norm)?;
+    }
+    Ok(out)
+}
+
+/// The n-dimensional DFT of a real signal (NumPy's `fft.rfftn`): `rfft` over the last axis,
+/// then `fft` over the others.
+pub fn rfftn(
+    a: &NDArray,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+    norm: Norm,
+) -> Result<NDArray> {
+    refuse_complex("rfftn", a)?;
+    let plan = plan_axes("rfftn", a, s, axes)?;
+    let Some(&(last, n_last)) = plan.last() else {
+        return Ok(a.clone());
+    };
+    let mut out = rfft(a, n_last, last, norm)?;
+    for &(ax, n) in plan[..plan.len() - 1].iter().rev() {
+        out = fft(&out, n, ax, norm)?;
+    }
+    Ok(out)
+}
+
+/// The inverse of [`rfftn`] (NumPy's `fft.irfftn`): `ifft` over all axes but the last, then
+/// `irfft` over the last (its output length `s[-1]`, default `2 (m - 1)`).
+pub fn irfftn(
+    a: &NDArray,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+    norm: Norm,
+) -> Result<NDArray> {
+    let plan = plan_axes("irfftn", a, s, axes)?;
+    let Some(&(last, n_last)) = plan.last() else {
+        return Ok(a.clone());
+    };
+    let mut out = a.clone();
+    for &(ax, n) in plan[..plan.len() - 1].iter().rev() {
+        out = ifft(&out, n, ax, norm)?;
+    }
+    irfft(&out, n_last, last, norm)
+}
+
+/// The sample frequencies of an `n`-point DFT with sample spacing `d` (NumPy's
+/// `fft.fftfreq`): `[0, 1, ..., n/2 - 1, -n/2, ..., -1] / (d n)` (for even `n`), in `dtype`.
+pub fn fftfreq(n: usize, d: f64, dtype: DType) -> Result<NDArray> {
+    check_points("fftfreq", n)?;
+    let v: Vec<f64> = (0..n)
+        .map(|i| {
+            let k = if i < n.div_ceil(2) {
+                i as f64
+            } else {
+                i as f64 - n as f64
+            };
+            k / (d * n as f64)
+        })
+        .collect();
+    NDArray::from_vec(v, &[n])?.astype(dtype)
+}
+
+/// The non-negative sample frequencies of an `n`-point [`rfft`] (NumPy's `fft.rfftfreq`):
+/// `[0, 1, ..., n / 2] / (d n)`, in `dtype`.
+pub fn rfftfreq(n: usize, d: f64, dtype: DType) -> Result<NDArray> {
+    check_points("rfftfreq", n)?;
+    let v: Vec<f64> = (0..=n / 2).map(|i| i as f64 / (d * n as f64)).collect();
+    NDArray::from_vec(v, &[n / 2 + 1])?.astype(dtype)
+}

@@ -1,0 +1,173 @@
+//! `quill::fft` against the DFT's definition summed here term by term (O(n^2), in f64), for
+//! lengths that take each of rustfft's algorithms (1, powers of two, mixed radix, primes),
+//! over a permuted, reversed view along each axis; the inverse pairs round-trip; crop and pad;
+//! the three norms; the real transforms; refusals.
+
+use num_complex::Complex;
+use quill::fft::{self, Norm};
+use quill::{s, DType, NDArray};
+
+type C = Complex<f64>;
+
+fn dft(x: &[C], inverse: bool) -> Vec<C> {
+    let n = x.len() as f64;
+    let sign = if inverse { 1.0 } else { -1.0 };
+    (0..x.len())
+        .map(|k| {
+            x.iter()
+                .enumerate()
+                .map(|(j, &v)| {
+                    let t = sign * 2.0 * std::f64::consts::PI * (j * k) as f64 / n;
+                    v * C::new(t.cos(), t.sin())
+                })
+                .sum()
+        })
+        .collect()
+}
+
+fn vals(a: &NDArray) -> Vec<C> {
+    a.astype(DType::C128).unwrap().to_vec::<C>().unwrap()
+}
+
+fn signal(n: usize, phase: f64) -> Vec<C> {
+    (0..n)
+        .map(|i| {
+            C::new(
+                (i as f64 * 0.7 + phase).sin(),
+                (i as f64 * 1.3 - phase).cos(),
+            )
+        })
+        .collect()
+}
+
+fn close(a: &[C], b: &[C], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).norm() <= tol * (1.0 + y.norm()), "[{i}] {x} vs {y}");
+    }
+}
+
+#[test]
+fn matches_the_definition_along_each_axis_of_a_view() {
+    for n in [1usize, 2, 7, 8, 12, 13, 30] {
+        // (3, n) rows of distinct signals; the view is (n, 3) reversed along n.
+        let rows: Vec<Vec<C>> = (0..3).map(|r| signal(n, r as f64)).collect();
+        let flat: Vec<C> = rows.iter().flatten().copied().collect();
+        let a = NDArray::from_vec(flat, &[3, n]).unwrap();
+        let v = a.permute(&[1, 0]).unwrap().slice(&s![..;-1, ..]).unwrap(); // (n, 3)
+        let got = vals(&fft::fft(&v, None, 0, Norm::Backward).unwrap());
+        for (r, row) in rows.iter().enumerate() {
+            let rev: Vec<C> = row.iter().rev().copied().collect();
+            let want = dft(&rev, false);
+            let col: Vec<C> = (0..n).map(|k| got[k * 3 + r]).collect();
+            close(&col, &want, 1e-12);
+        }
+        // The inverse, on the rows (last axis), scaled by 1/n.
+        let inv = vals(&fft::ifft(&a, None, -1, Norm::Backward).unwrap());
+        for (r, row) in rows.iter().enumerate() {
+            let want: Vec<C> = dft(row, true).iter().map(|z| z / n as f64).collect();
+            close(&inv[r * n..(r + 1) * n], &want, 1e-12);
+        }
+    }
+}
+
+#[test]
+fn crop_pad_norms_and_real_transforms() {
+    let x = signal(10, 0.3);
+    let a = NDArray::from_vec(x.clone(), &[10]).unwrap();
+    // Cropped to 6 and padded to 16: the definition of the cropped / padded signal.
+    let crop = vals(&fft::fft(&a, Some(6), -1, Norm::Backward).unwrap());
+    close(&crop, &dft(&x[..6], false), 1e-12);
+    let mut padded = x.clone();
+    padded.resize(16, C::new(0.0, 0.0));
+    close(
+        &vals(&fft::fft(&a, Some(16), 0, Norm::Backward).unwrap()),
+        &dft(&padded, false),
+        1e-12,
+    );
+    // Norms: ortho scales both ways by 1/sqrt(n), forward puts 1/n on the forward transform.
+    let ortho = vals(&fft::fft(&a, None, 0, Norm::Ortho).unwrap());
+    let want: Vec<C> = dft(&x, false).iter().map(|z| z / 10f64.sqrt()).collect();
+    close(&ortho, &want, 1e-12);
+    let fwd = vals(&fft::fft(&a, None, 0, Norm::Forward).unwrap());
+    let want: Vec<C> = dft(&x, false).iter().map(|z| z / 10.0).collect();
+    close(&fwd, &want, 1e-12);
+    // rfft of a real f32 signal: complex64, the first n/2 + 1 terms; irfft inverts it.
+    let re: Vec<f32> = (0..9)
+        .map(|i| (i as f32 * 0.9).cos() + 0.1 * i as f32)
+        .collect();
+    let r = NDArray::from_vec(re.clone(), &[9]).unwrap();
+    let spec = fft::rfft(&r, None, 0, Norm::Backward).unwrap();
+    assert_eq!((spec.dtype(), spec.shape()), (DType::C64, &[5usize][..]));
+    let full = dft(
+        &re.iter()
+            .map(|&v| C::new(v as f64, 0.0))
+            .collect::<Vec<_>>(),
+        false,
+    );
+    close(&vals(&spec), &full[..5], 1e-5);
+    let back = fft::irfft(&spec, Some(9), 0, Norm::Backward).unwrap();
+    assert_eq!(back.dtype(), DType::F32);
+    let b = back.to_vec::<f32>().unwrap();
+    for (g, w) in b.iter().zip(&re) {
+        assert!((g - w).abs() < 1e-5, "{g} vs {w}");
+    }
+    // fftn over two axes is fft along one, then the other.
+    let m = NDArray::from_vec(signal(12, 1.0), &[3, 4]).unwrap();
+    let two = vals(&fft::fftn(&m, None, None, Norm::Backward).unwrap());
+    let step = fft::fft(
+        &fft::fft(&m, None, 1, Norm::Backward).unwrap(),
+        None,
+        0,
+        Norm::Backward,
+    )
+    .unwrap();
+    close(&two, &vals(&step), 1e-12);
+    let round = fft::irfftn(
+        &fft::rfftn(&m.real().unwrap(), None, None, Norm::Ortho).unwrap(),
+        Some(&[3, 4]),
+        None,
+        Norm::Ortho,
+    )
+    .unwrap();
+    let want = m.real().unwrap().to_vec::<f64>().unwrap();
+    for (g, w) in round.to_vec::<f64>().unwrap().iter().zip(&want) {
+        assert!((g - w).abs() < 1e-12);
+    }
+    // Frequencies.
+    assert_eq!(
+        fft::fftfreq(5, 0.5, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
+        [0.0, 0.4, 0.8, -0.8, -0.4]
+    );
+    assert_eq!(
+        fft::rfftfreq(4, 1.0, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
+        [0.0, 0.25, 0.5]
+    );
+}
+
+#[test]
+fn refusals_name_the_problem() {
+    let a = NDArray::from_vec(signal(4, 0.0), &[4]).unwrap();
+    let msg = |r: quill::Result<NDArray>| r.unwrap_err().to_string();
+    assert!(msg(fft::fft(&a, Some(0), 0, Norm::Backward)).contains("at least 1"));
+    assert!(msg(fft::rfft(&a, None, 0, Norm::Backward)).contains("real signal"));
+    assert!(msg(fft::fft(&a, None, 1, Norm::Backward)).contains("axis 1"));
+    assert!(msg(fft::fft(&NDArray::scalar(1.0f64), None, 0, Norm::Backward)).contains("0-d"));
+    let b = NDArray::zeros(&[2], DType::Bool).unwrap();
+    assert!(msg(fft::fft(&b, None, 0, Norm::Backward)).contains("bool"));
+    let m = NDArray::zeros(&[2, 2], DType::F64).unwrap();
+    assert!(msg(fft::fftn(&m, None, Some(&[0, -2]), Norm::Backward)).contains("repeated"));
+    assert!(
+        msg(fft::fftn(&m, Some(&[2]), Some(&[0, 1]), Norm::Backward)).contains("one size per axis")
+    );
+    assert!(Norm::parse("both")
+        .unwrap_err()
+        .to_string()
+        .contains("ortho"));
+}
