@@ -11,7 +11,9 @@ use crate::NDArray;
 use num_complex::Complex;
 use quill_core::shape::normalize_axis;
 use quill_core::{DType, Error, Result};
-use rustfft::{FftNum, FftPlanner};
+use rayon::prelude::*;
+use rustfft::{Fft, FftNum, FftPlanner};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Which direction carries the `1/n` scale (NumPy's `norm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +83,7 @@ fn check_points(op: &'static str, n: usize) -> Result<()> {
 
 /// `a` (complex) with `axis` moved last, cropped or zero-padded to `n` there, as host lanes of
 /// `n` complex values in C order, with the permuted shape.
-fn lanes<T: FftNum>(a: &NDArray, axis: usize, n: usize) -> Result<(Vec<Complex<T>>, Vec<usize>)>
+fn lanes<T: Planned>(a: &NDArray, axis: usize, n: usize) -> Result<(Vec<Complex<T>>, Vec<usize>)>
 where
     Complex<T>: quill_core::Element,
 {
@@ -152,22 +154,49 @@ fn unlanes<E: quill_core::Element>(
     }
 }
 
-/// Transforms every lane of `n` values of `v` in place, then scales it.
-fn transform<T: FftNum>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f64) {
+/// An element type with one process-wide planner, which keeps every plan it made: planning a
+/// large or prime length costs more than the transform, so a repeated length plans once.
+trait Planned: FftNum {
+    fn planner() -> &'static Mutex<FftPlanner<Self>>;
+}
+
+macro_rules! planned {
+    ($t:ty) => {
+        impl Planned for $t {
+            fn planner() -> &'static Mutex<FftPlanner<Self>> {
+                static P: OnceLock<Mutex<FftPlanner<$t>>> = OnceLock::new();
+                P.get_or_init(|| Mutex::new(FftPlanner::new()))
+            }
+        }
+    };
+}
+planned!(f32);
+planned!(f64);
+
+/// Transforms every lane of `n` values of `v` in place, then scales it. Lanes are shared out
+/// to the thread pool in blocks of at least 32k values.
+fn transform<T: Planned>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f64) {
     if v.is_empty() {
         return;
     }
-    let mut planner = FftPlanner::<T>::new();
-    let plan = if inverse {
-        planner.plan_fft_inverse(n)
-    } else {
-        planner.plan_fft_forward(n)
+    let plan: Arc<dyn Fft<T>> = {
+        // A poisoned lock only means another thread panicked mid-plan; the cache is still
+        // a valid planner.
+        let mut p = T::planner().lock().unwrap_or_else(|e| e.into_inner());
+        if inverse {
+            p.plan_fft_inverse(n)
+        } else {
+            p.plan_fft_forward(n)
+        }
     };
-    plan.process(v);
-    if scale != 1.0 {
-        let s = T::from_f64(scale).unwrap_or_else(T::one);
-        v.iter_mut().for_each(|z| *z = *z * s);
-    }
+    let s = T::from_f64(scale).unwrap_or_else(T::one);
+    let lanes_per_block = (32_768 / n).max(1);
+    v.par_chunks_mut(lanes_per_block * n).for_each(|block| {
+        plan.process(block);
+        if scale != 1.0 {
+            block.iter_mut().for_each(|z| *z = *z * s);
+        }
+    });
 }
 
 /// A complex transform of `a` along `axis` in the precision of `dtype` (c64 or c128).

@@ -4,31 +4,16 @@
 //! storage refuses them), so the parts are computed over the host elements in C order.
 
 use super::NDArray;
+use crate::backend::Storage;
 use crate::device::Device;
-use num_complex::Complex;
-use quill_core::{DType, Error, Result, C128, C64};
+use quill_core::{DType, Error, Result};
+use quill_cpu::elementwise::complex::Part;
 
-/// `f` over each complex element of `a` (complex64 or complex128), giving `U`s of `a`'s shape.
-macro_rules! map_parts {
-    ($a:expr, |$z:ident| $e32:expr, |$w:ident| $e64:expr) => {{
-        let a: &NDArray = $a;
-        match a.dtype() {
-            DType::C64 => {
-                let v: Vec<C64> = a.to_vec()?;
-                NDArray::from_vec(
-                    v.into_iter().map(|$z: C64| $e32).collect::<Vec<_>>(),
-                    a.shape(),
-                )
-            }
-            _ => {
-                let v: Vec<C128> = a.to_vec()?;
-                NDArray::from_vec(
-                    v.into_iter().map(|$w: C128| $e64).collect::<Vec<_>>(),
-                    a.shape(),
-                )
-            }
-        }
-    }};
+/// `p` of the complex array `a`, read through its strides by the CPU kernel (complex arrays
+/// live on the CPU).
+fn part_of(a: &NDArray, p: Part) -> Result<NDArray> {
+    let out = quill_cpu::elementwise::complex::part(p, a.read().cpu(), &a.layout)?;
+    NDArray::fresh(Storage::Cpu(out), a.shape())
 }
 
 impl NDArray {
@@ -38,7 +23,7 @@ impl NDArray {
         if !self.dtype().is_complex() {
             return Ok(self.clone());
         }
-        map_parts!(self, |z| z.re, |w| w.re)
+        part_of(self, Part::Real)
     }
 
     /// The imaginary part: of a complex array a new real array; of a real array zeros of its
@@ -47,7 +32,7 @@ impl NDArray {
         if !self.dtype().is_complex() {
             return NDArray::zeros(self.shape(), self.dtype())?.to_device(self.device());
         }
-        map_parts!(self, |z| z.im, |w| w.im)
+        part_of(self, Part::Imag)
     }
 
     /// The complex conjugate `re - i im`; a real array is its own conjugate (returned as is).
@@ -55,7 +40,7 @@ impl NDArray {
         if !self.dtype().is_complex() {
             return Ok(self.clone());
         }
-        map_parts!(self, |z| z.conj(), |w| w.conj())
+        part_of(self, Part::Conj)
     }
 
     /// The argument `atan2(im, re)` in radians, in (-pi, pi]: of a real array 0 for
@@ -71,7 +56,7 @@ impl NDArray {
                 .to_device(x.device())?
                 .atan2(&x);
         }
-        map_parts!(self, |z| z.im.atan2(z.re), |w| w.im.atan2(w.re))
+        part_of(self, Part::Angle)
     }
 
     /// The complex array `re + i im` (both real, broadcast together): complex64 when both fit
@@ -93,28 +78,22 @@ impl NDArray {
         let dtype = part.to_complex().unwrap_or(DType::C128);
         let shape = quill_core::shape::broadcast_shapes(OP, re.shape(), im.shape())?;
         let device = re.device();
-        let take = |x: &NDArray| -> Result<Vec<f64>> {
-            x.broadcast_to(&shape)?
-                .to_device(Device::Cpu)?
-                .astype(DType::F64)?
-                .to_vec::<f64>()
+        let part_dtype = dtype.real_part();
+        let take = |x: &NDArray| -> Result<NDArray> {
+            let x = x.to_device(Device::Cpu)?;
+            let x = if x.dtype() == part_dtype {
+                x
+            } else {
+                x.astype(part_dtype)?
+            };
+            x.broadcast_to(&shape)
         };
         let (r, i) = (take(re)?, take(im)?);
-        let out = if dtype == DType::C64 {
-            let v: Vec<C64> = r
-                .iter()
-                .zip(&i)
-                .map(|(&a, &b)| Complex::new(a as f32, b as f32))
-                .collect();
-            NDArray::from_vec(v, &shape)?
-        } else {
-            let v: Vec<C128> = r
-                .iter()
-                .zip(&i)
-                .map(|(&a, &b)| Complex::new(a, b))
-                .collect();
-            NDArray::from_vec(v, &shape)?
-        };
+        let out = quill_cpu::elementwise::complex::combine(
+            (r.read().cpu(), &r.layout),
+            (i.read().cpu(), &i.layout),
+        )?;
+        let out = NDArray::fresh(Storage::Cpu(out), &shape)?;
         if device == Device::Cpu {
             Ok(out)
         } else {

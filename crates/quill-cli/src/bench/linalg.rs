@@ -1,7 +1,8 @@
 //! `quill bench linalg`: the factorizations of `quill::linalg` (faer underneath) against
 //! NumPy's LAPACK on the same 512 x 512 f64 matrices (a symmetric positive-definite one, and
-//! the general one it is built from), medians of alternating rounds, the ratio NumPy / quill
-//! (above 1: quill is faster).
+//! the general one it is built from), then complex matmuls (quill's 4M on its real GEMM against
+//! NumPy's zgemm / cgemm) and FFTs (rustfft against NumPy's pocketfft) on data built from them;
+//! medians of alternating rounds, the ratio NumPy / quill (above 1: quill is faster).
 
 use super::peer::Peer;
 use super::{median, rounds_only};
@@ -37,6 +38,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 fn bench(rounds: usize) -> Result<(), String> {
     let (g, a, b) = matrices()?;
+    // z = g + i a on the leading 256 x 256 block; a signal of 2^16 points; g as 64 rows of 4096.
+    let block = |m: &NDArray| q(q(m.slice(&quill::s![..256, ..256]))?.compact());
+    let z = q(NDArray::complex(&block(&g)?, &block(&a)?))?;
+    let z64 = q(z.astype(DType::C64))?;
+    let flat = q(q(g.reshape(&[-1]))?.slice(&quill::s![..65536]))?;
+    let sig = q(NDArray::complex(&flat, &q(flat.flip(&[0]))?))?;
+    let rows = q(g.reshape(&[64, 4096]))?;
+    let norm = quill::fft::Norm::Backward;
     let mut peer = Peer::start(include_str!("linalg_peer.py"));
     heading(format!(
         "quill bench linalg: {N} x {N} f64 (a symmetric positive-definite a, a general g), \
@@ -78,6 +87,26 @@ fn bench(rounds: usize) -> Result<(), String> {
             "svdvals",
             "svdvals(g)",
             Box::new(|| linalg::svdvals(&g).map(drop)),
+        ),
+        (
+            "cmatmul",
+            "z @ z, complex128 256 x 256",
+            Box::new(|| z.matmul(&z).map(drop)),
+        ),
+        (
+            "cmatmul64",
+            "z @ z, complex64 256 x 256",
+            Box::new(|| z64.matmul(&z64).map(drop)),
+        ),
+        (
+            "fft",
+            "fft of 65536 complex128",
+            Box::new(|| quill::fft::fft(&sig, None, -1, norm).map(drop)),
+        ),
+        (
+            "rfft",
+            "rfft of 64 x 4096 f64 rows",
+            Box::new(|| quill::fft::rfft(&rows, None, -1, norm).map(drop)),
         ),
     ];
     let table = Table::new("linalg", &["case", "quill ms", "NumPy ms", "NumPy / quill"]);

@@ -14,6 +14,11 @@ i = np.arange(N * N, dtype=np.float64).reshape(N, N)
 g = np.sin(i * 0.37) + np.cos(i.T * 0.11)
 a = g @ g.T / N + np.eye(N)
 b = np.cos(np.arange(N * 16, dtype=np.float64)).reshape(N, 16)
+z = (g[:256, :256] + 1j * a[:256, :256]).copy()
+z64 = z.astype(np.complex64)
+flat = g.reshape(-1)[:65536]
+sig = flat + 1j * flat[::-1]
+rows = g.reshape(64, 4096).copy()
 cases = {
     "solve": lambda: np.linalg.solve(a, b),
     "inv": lambda: np.linalg.inv(a),
@@ -23,6 +28,10 @@ cases = {
     "eigh": lambda: np.linalg.eigh(a),
     "svd": lambda: np.linalg.svd(g),
     "svdvals": lambda: np.linalg.svd(g, compute_uv=False),
+    "cmatmul": lambda: z @ z,
+    "cmatmul64": lambda: z64 @ z64,
+    "fft": lambda: np.fft.fft(sig),
+    "rfft": lambda: np.fft.rfft(rows),
 }
 print("ready numpy " + np.__version__, flush=True)
 for line in sys.stdin:

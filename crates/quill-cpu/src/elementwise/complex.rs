@@ -9,7 +9,87 @@ use super::binary::{BinaryKernel, Sink};
 use super::unary::{run, UnaryKernel};
 use crate::CpuStorage;
 use num_complex::Complex;
-use quill_core::{BinaryOp, Element, Error, LoopPlan, Result, UnaryOp};
+use quill_core::{BinaryOp, DType, Element, Error, Layout, LoopPlan, Result, UnaryOp};
+
+/// A part of a complex number, or its conjugate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The real part (a real result).
+    Real,
+    /// The imaginary part (a real result).
+    Imag,
+    /// `re - i im` (a complex result).
+    Conj,
+    /// `atan2(im, re)` (a real result).
+    Angle,
+}
+
+/// `re + i im` elementwise into a fresh contiguous complex buffer: `re` and `im` (through
+/// `lr`, `li`, one broadcast shape, any strides) are both f32 (giving complex64) or both f64.
+pub fn combine(
+    (re, lr): (&CpuStorage, &Layout),
+    (im, li): (&CpuStorage, &Layout),
+) -> Result<CpuStorage> {
+    use super::walk::{for_each_run, map2};
+    let plan = LoopPlan::new(&[&Layout::contiguous(lr.shape())?, lr, li]);
+    let n = lr.numel();
+    macro_rules! go {
+        ($r:expr, $i:expr, $f:ty, $c:ident) => {{
+            let mut out = CpuStorage::for_overwrite("complex", DType::$c, n)?;
+            let o = <Complex<$f> as crate::CpuElement>::slice_mut(&mut out)
+                .ok_or_else(|| Error::invalid("complex", "internal: output dtype"))?;
+            let ab: (&[$f], &[$f]) = ($r, $i);
+            for_each_run(o, &plan, |o, offs, sts| {
+                map2(o, ab, offs, sts, |x, y| Complex::new(x, y))
+            });
+            Ok(out)
+        }};
+    }
+    match (re, im) {
+        (CpuStorage::F32(r), CpuStorage::F32(i)) => go!(r, i, f32, C64),
+        (CpuStorage::F64(r), CpuStorage::F64(i)) => go!(r, i, f64, C128),
+        (r, i) => Err(Error::invalid(
+            "complex",
+            format!(
+                "internal: parts of {} and {}, not both f32 or f64",
+                r.dtype(),
+                i.dtype()
+            ),
+        )),
+    }
+}
+
+/// `part` of every element of the complex `src` seen through `l` (any strides) into a fresh
+/// contiguous buffer: real parts are f32 for complex64 and f64 for complex128.
+pub fn part(part: Part, src: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
+    let plan = LoopPlan::new(&[&Layout::contiguous(l.shape())?, l]);
+    let n = l.numel();
+    macro_rules! go {
+        ($a:expr, $f:ty, $c:ident) => {{
+            let real = if part == Part::Conj {
+                DType::$c
+            } else {
+                <$f as Element>::DTYPE
+            };
+            let mut out = CpuStorage::for_overwrite("complex part", real, n)?;
+            match part {
+                Part::Real => run($a, &plan, &mut out, 0, |z: Complex<$f>| z.re),
+                Part::Imag => run($a, &plan, &mut out, 0, |z: Complex<$f>| z.im),
+                Part::Conj => run($a, &plan, &mut out, 0, |z: Complex<$f>| z.conj()),
+                Part::Angle => run($a, &plan, &mut out, 0, |z: Complex<$f>| z.im.atan2(z.re)),
+            }
+            Ok(out)
+        }};
+    }
+    match src {
+        CpuStorage::C64(a) => go!(a, f32, C64),
+        CpuStorage::C128(a) => go!(a, f64, C128),
+        other => Err(Error::invalid(
+            "complex part",
+            format!("takes a complex array, got {}", other.dtype()),
+        )),
+    }
+}
 
 fn unsupported(op: &'static str, dtype: quill_core::DType) -> Error {
     Error::invalid(op, format!("not defined for complex dtype {dtype}"))
