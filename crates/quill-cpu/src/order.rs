@@ -146,9 +146,13 @@ pub fn cumsum(
         DType::F32 => cumsum_typed(src, l, axis, include_initial, |a: f32, b| a + b),
         DType::F64 => cumsum_typed(src, l, axis, include_initial, |a: f64, b| a + b),
         DType::I64 => cumsum_typed(src, l, axis, include_initial, i64::wrapping_add),
+        DType::C64 => cumsum_typed(src, l, axis, include_initial, |a: quill_core::C64, b| a + b),
+        DType::C128 => cumsum_typed(src, l, axis, include_initial, |a: quill_core::C128, b| {
+            a + b
+        }),
         d => Err(Error::invalid(
             "cumsum",
-            format!("the kernel sums f32, f64 or i64; got {d} (cast first)"),
+            format!("the kernel sums f32, f64, complex or i64; got {d} (cast first)"),
         )),
     }
 }

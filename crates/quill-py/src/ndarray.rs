@@ -1100,10 +1100,14 @@ impl PyNDArray {
         self.one("float")?;
         self.inner.item::<f64>().q()
     }
-    /// complex(a): `float(a)` as a complex number; one-element arrays only (TypeError otherwise).
+    /// complex(a): the one element as a Python complex (both parts of a complex array);
+    /// one-element arrays only (TypeError otherwise).
     fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.__float__()?;
-        py.import("builtins")?.getattr("complex")?.call1((v,))
+        self.one("complex")?;
+        let z = self.inner.item::<quill::C128>().q()?;
+        py.import("builtins")?
+            .getattr("complex")?
+            .call1((z.re, z.im))
     }
     /// `int(x)`: Python's rules (truncation; NaN is a ValueError, inf an OverflowError).
     fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

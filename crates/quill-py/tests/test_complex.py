@@ -166,3 +166,23 @@ def test_what_complex_numbers_lack_is_refused_by_name():
         xp.linalg.inv(xp.asarray(np.eye(2) * (1 + 1j)))
     with pytest.raises(TypeError, match="for a Tensor"):
         quill.Tensor(np.array([1j]))
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_scans_scalars_and_joins_keep_both_parts(dt):
+    rng = np.random.default_rng(13)
+    x = _random(rng, (3, 4), dt)
+    q = xp.asarray(x)
+    for axis in (0, 1):
+        _same(xp.cumulative_sum(q, axis=axis), np.cumsum(x, axis=axis), dt, f"cumsum {axis}")
+        _same(xp.cumulative_prod(q, axis=axis), np.cumprod(x, axis=axis), dt, f"cumprod {axis}")
+    assert complex(q[1, 2]) == complex(x[1, 2])
+    assert complex(xp.asarray(np.array([2.5]))) == 2.5 + 0j
+    np.testing.assert_array_equal(xp.concat([q, q[::-1]]).numpy(), np.concatenate([x, x[::-1]]))
+    np.testing.assert_array_equal(xp.take(q, xp.asarray(np.array([2, 0])), axis=0).numpy(),
+                                  x[[2, 0]])
+    w = xp.zeros((3, 4), dtype=xp.complex128)
+    w[:, ::2] = q[:, 1::2]
+    want = np.zeros((3, 4), np.complex128)
+    want[:, ::2] = x[:, 1::2]
+    np.testing.assert_array_equal(w.numpy(), want)

@@ -43,7 +43,7 @@ impl NDArray {
     pub fn cumsum(&self, axis: isize, include_initial: bool) -> Result<NDArray> {
         let ax = lane_axis("cumsum", self, axis)?;
         let (compute, result) = match self.dtype() {
-            DType::F32 | DType::F64 => (self.dtype(), self.dtype()),
+            DType::F32 | DType::F64 | DType::C64 | DType::C128 => (self.dtype(), self.dtype()),
             DType::F16 | DType::BF16 => (DType::F32, self.dtype()),
             _ => (DType::I64, DType::I64),
         };
@@ -72,7 +72,7 @@ impl NDArray {
         const OP: &str = "cumprod";
         let ax = lane_axis(OP, self, axis)?;
         let (compute, result) = match self.dtype() {
-            DType::F32 | DType::F64 => (self.dtype(), self.dtype()),
+            DType::F32 | DType::F64 | DType::C64 | DType::C128 => (self.dtype(), self.dtype()),
             DType::F16 | DType::BF16 => (DType::F32, self.dtype()),
             _ => (DType::I64, DType::I64),
         };

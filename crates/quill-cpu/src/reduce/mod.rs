@@ -56,13 +56,13 @@ pub fn var(
     ddof: usize,
     std: bool,
 ) -> Result<CpuStorage> {
-    with_storage!(src, s => var_typed(s, l, axes, ddof, std), complex => Err(complex::refused(if std { "std" } else { "var" }, src.dtype())))
+    with_storage!(src, s => var_typed(s, l, axes, ddof, std), complex => Err(complex::not_yet(if std { "std" } else { "var" }, src.dtype())))
 }
 
 /// `log(sum(exp(x)))` computed as `m + log(sum(exp(x - m)))` with `m` the max; a slice whose
 /// max is not finite gives that max (all -inf: -inf, any +inf: +inf, any NaN: NaN).
 pub fn logsumexp(src: &CpuStorage, l: &Layout, axes: &[usize]) -> Result<CpuStorage> {
-    with_storage!(src, s => logsumexp_typed(s, l, axes), complex => Err(complex::refused("logsumexp", src.dtype())))
+    with_storage!(src, s => logsumexp_typed(s, l, axes), complex => Err(complex::not_yet("logsumexp", src.dtype())))
 }
 
 fn run<T: Sync, K: Kernel<T>>(p: &ReducePlan, src: &[T], k: &K) -> Result<CpuStorage>
