@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 command -v bible >/dev/null || { echo "install Debian's bible-kjv first" >&2; exit 1; }
 out=data/kjv
 mkdir -p "$out"
+echo "reading Gen 1:1 - Rev 22:21 from bible-kjv and splitting it by chapter ..."
 bible -l0 -m 16384 "Gen1:1-Rev22:21" | awk -v out="$out" '
     /^$/ { next }
     /^[^ ]/ { chapter++; next }                       # "Genesis 1": a chapter heading
@@ -19,6 +20,8 @@ bible -l0 -m 16384 "Gen1:1-Rev22:21" | awk -v out="$out" '
         print > (out "/" f ".txt")
     }'
 for f in train valid test; do
+    echo "  $out/$f.txt: $(wc -l < "$out/$f.txt") verses, compressing"
     gzip -9 -n -f "$out/$f.txt"
 done
 (cd "$out" && sha256sum train.txt.gz valid.txt.gz test.txt.gz > SHA256SUMS)
+echo "wrote $out/{train,valid,test}.txt.gz and $out/SHA256SUMS"
