@@ -7,6 +7,7 @@
 //! else in double, as NumPy 2 does.
 
 use crate::device::Device;
+use crate::ndarray::axis_range;
 use crate::NDArray;
 use num_complex::Complex;
 use quill_core::shape::normalize_axis;
@@ -94,20 +95,7 @@ where
     let len = a.shape()[axis];
     let kept = len.min(n);
     let cut = if kept < len {
-        let mut args = vec![
-            quill_core::SliceArg::Range {
-                start: None,
-                stop: None,
-                step: 1
-            };
-            nd
-        ];
-        args[nd - 1] = quill_core::SliceArg::Range {
-            start: Some(0),
-            stop: Some(kept as isize),
-            step: 1,
-        };
-        moved.slice(&args)?
+        moved.slice(&axis_range(nd, nd - 1, 0, kept))?
     } else {
         moved
     };
@@ -274,20 +262,7 @@ pub fn rfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<ND
 
 /// The first `m` entries of `a` along `axis`, as a contiguous array.
 fn keep(a: &NDArray, axis: usize, m: usize) -> Result<NDArray> {
-    let mut args = vec![
-        quill_core::SliceArg::Range {
-            start: None,
-            stop: None,
-            step: 1
-        };
-        a.ndim()
-    ];
-    args[axis] = quill_core::SliceArg::Range {
-        start: Some(0),
-        stop: Some(m as isize),
-        step: 1,
-    };
-    a.slice(&args)?.compact()
+    a.slice(&axis_range(a.ndim(), axis, 0, m))?.compact()
 }
 
 /// The real signal of `n` points (default `2 (m - 1)` for `m` given frequencies) whose
