@@ -5,7 +5,9 @@
 #     block with a `// SAFETY:` comment) and the API docs (`cargo doc`, warnings denied): about
 #     a minute, first, so stale text or a lint fails fast;
 #  1. the workspace on the CPU, then quill-dist with MPI (Open MPI installed by
-#     scripts/install-mpi.sh when missing) and with NCCL (built without CUDA);
+#     scripts/install-mpi.sh when missing) and with NCCL (built without CUDA), and
+#     scripts/multihost-netns.sh: `quill train --distributed` across two network namespaces over
+#     TCP (needs root; REQUIRE_NETNS=1 here, so a skip fails CI);
 #  2. the `cuda` feature built and its GPU tests run (each skips cleanly without a GPU;
 #     REQUIRE_CUDA=1 turns a skip into a failure on GPU machines);
 #  3. every CUDA kernel source compiled by NVRTC for sm_80 and sm_90, with NVRTC from NVIDIA's
@@ -39,6 +41,13 @@ cargo run -q -p quill --profile test --example char_lm -- 3 >/dev/null
 scripts/install-mpi.sh
 cargo test -p quill-dist --features mpi
 cargo test -p quill-cli --features mpi --test train_distributed
+# Two "hosts" on this machine: network namespaces joined by a veth pair, Open MPI over TCP only,
+# the remote rank started through `ip netns exec` as mpirun's rsh agent: parameters against
+# 1 rank and against loopback, a remote rank killed mid-training. Reuses the two binaries just
+# built (about 15 s).
+target_dir="${CARGO_TARGET_DIR:-target}"
+REQUIRE_NETNS=1 QUILL_BIN="$target_dir/debug/quill" QUILL_DIST_CHECK_BIN="$target_dir/debug/quill-dist-check" \
+    scripts/multihost-netns.sh
 # The NCCL communicator: built with no CUDA installed (cudarc loads CUDA and NCCL at run time);
 # its GPU tests skip without a GPU and libnccl, and fail instead under REQUIRE_CUDA=1.
 cargo test -p quill-dist --features nccl,mpi --test nccl
