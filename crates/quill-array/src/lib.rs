@@ -19,7 +19,7 @@ pub use backend::cuda;
 pub use device::Device;
 pub use fallback::{host_round_trips, reset_host_round_trips, supported_ops, supports};
 pub use fused::{fused_kernel, fused_ops};
-pub use ndarray::{NDArray, Pinned};
+pub use ndarray::{IndexArg, NDArray, Pinned};
 
 /// The host buffer pool (quill-cpu's size-class allocator, which every CPU array's buffer
 /// comes from): its switch, statistics and release, for the layers above.

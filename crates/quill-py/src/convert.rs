@@ -5,8 +5,10 @@
 
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyComplex, PyEllipsis, PyFloat, PyInt, PySlice, PyTuple};
-use quill::{DType, Error, NDArray, Scalar, SliceArg};
+use pyo3::types::{
+    PyBool, PyBytes, PyComplex, PyEllipsis, PyFloat, PyInt, PyList, PySlice, PyTuple,
+};
+use quill::{DType, Error, IndexArg, NDArray, Scalar, SliceArg};
 
 pub fn err(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -189,14 +191,16 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
     flat.call_method1("reshape", (PyTuple::new(py, a.shape())?,))
 }
 
-/// One index expression (`a[...]`) as slice arguments.
-pub fn index_of(idx: &Bound<'_, PyAny>) -> PyResult<Vec<SliceArg>> {
-    let one = |x: &Bound<'_, PyAny>| -> PyResult<SliceArg> {
+/// A Python index expression (an int, slice, None, `...`, an integer array, or a tuple of
+/// them) as basic entries and integer arrays. Arrays are quill NDArrays, NumPy arrays or
+/// lists of ints; a bool entry is refused (a mask goes alone, through `bool_mask`).
+pub fn index_args(idx: &Bound<'_, PyAny>) -> PyResult<Vec<IndexArg>> {
+    let one = |x: &Bound<'_, PyAny>| -> PyResult<IndexArg> {
         if x.is_none() {
-            return Ok(SliceArg::NewAxis);
+            return Ok(IndexArg::Basic(SliceArg::NewAxis));
         }
         if x.is_instance_of::<PyEllipsis>() {
-            return Ok(SliceArg::Ellipsis);
+            return Ok(IndexArg::Basic(SliceArg::Ellipsis));
         }
         if let Ok(s) = x.cast::<PySlice>() {
             let get = |name: &str| -> PyResult<Option<isize>> {
@@ -211,29 +215,59 @@ pub fn index_of(idx: &Bound<'_, PyAny>) -> PyResult<Vec<SliceArg>> {
             if step == 0 {
                 return Err(PyValueError::new_err("slice step cannot be zero"));
             }
-            return Ok(SliceArg::Range {
+            return Ok(IndexArg::Basic(SliceArg::Range {
                 start: get("start")?,
                 stop: get("stop")?,
                 step,
-            });
+            }));
         }
         if x.is_instance_of::<PyBool>() {
             return Err(PyIndexError::new_err(
                 "boolean indices are not supported; use where or a mask multiply",
             ));
         }
-        match x.extract::<isize>() {
-            Ok(i) => Ok(SliceArg::Index(i)),
-            Err(_) => Err(PyIndexError::new_err(format!(
-                "only integers, slices, None and ... are valid indices, got {}",
-                x.get_type().name()?
-            ))),
+        // Before ints: a one-element quill array converts to an int too, but as an index it
+        // keeps its dims (NumPy's rule).
+        if let Ok(a) = x.extract::<PyRef<crate::ndarray::PyNDArray>>() {
+            if a.inner.ndim() > 0 || a.inner.dtype() == DType::Bool {
+                return Ok(IndexArg::Array(a.inner.clone()));
+            }
         }
+        if let Ok(i) = x.extract::<isize>() {
+            return Ok(IndexArg::Basic(SliceArg::Index(i)));
+        }
+        let listish = x.is_instance_of::<PyList>() || x.hasattr("__array_interface__")?;
+        if listish {
+            if let Ok(a) = from_numpy_like(x, None) {
+                if a.dtype().is_int() || (a.numel() == 0 && a.ndim() == 1) {
+                    return Ok(IndexArg::Array(a.astype(DType::I64).map_err(err)?));
+                }
+            }
+        }
+        Err(PyIndexError::new_err(format!(
+            "only integers, slices, None, ... and integer arrays are valid indices, got {}",
+            x.get_type().name()?
+        )))
     };
     match idx.cast::<PyTuple>() {
         Ok(t) => t.iter().map(|x| one(&x)).collect(),
         Err(_) => Ok(vec![one(idx)?]),
     }
+}
+
+/// A basic index expression (ints, slices, None, `...`) as `SliceArg`s: what views and
+/// assignment take; an integer array here is an IndexError naming what is supported.
+pub fn index_of(idx: &Bound<'_, PyAny>) -> PyResult<Vec<SliceArg>> {
+    index_args(idx)?
+        .into_iter()
+        .map(|a| match a {
+            IndexArg::Basic(s) => Ok(s),
+            IndexArg::Array(_) => Err(PyIndexError::new_err(
+                "integer-array indices select a copy: they work in a[idx] but not in assignment \
+                 (a[idx] = v); write through basic indices or a bool mask",
+            )),
+        })
+        .collect()
 }
 
 /// A shape given as a tuple / list, or as separate ints (`reshape(2, 3)`).

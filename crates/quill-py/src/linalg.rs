@@ -108,6 +108,21 @@ fn _eigh(a: PyRef<PyNDArray>) -> PyResult<(PyNDArray, PyNDArray)> {
     Ok((wrap(w), wrap(v)))
 }
 
+/// (eigenvalues, eigenvectors as unit columns) of each general square matrix, both complex.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn _eig(a: PyRef<PyNDArray>) -> PyResult<(PyNDArray, PyNDArray)> {
+    let (w, v) = linalg::eig(&a.inner).q()?;
+    Ok((wrap(w), wrap(v)))
+}
+
+/// The eigenvalues of each general square matrix, complex.
+#[quill_py_guard::guard]
+#[pyfunction]
+fn _eigvals(a: PyRef<PyNDArray>) -> PyResult<PyNDArray> {
+    linalg::eigvals(&a.inner).q().map(wrap)
+}
+
 /// The pseudo-inverse of each matrix; `rtol` relative to the largest singular value.
 #[quill_py_guard::guard]
 #[pyfunction]
@@ -214,6 +229,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sub.add_function(wrap_pyfunction!(_svd, &sub)?)?;
     sub.add_function(wrap_pyfunction!(_svdvals, &sub)?)?;
     sub.add_function(wrap_pyfunction!(_eigh, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(_eig, &sub)?)?;
+    sub.add_function(wrap_pyfunction!(_eigvals, &sub)?)?;
     sub.add_function(wrap_pyfunction!(_pinv, &sub)?)?;
     sub.add_function(wrap_pyfunction!(_matrix_rank, &sub)?)?;
     sub.add_function(wrap_pyfunction!(_vector_norm, &sub)?)?;

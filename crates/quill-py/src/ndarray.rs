@@ -581,16 +581,18 @@ impl PyNDArray {
     }
 
     /// a[idx] with NumPy basic indexing (ints, slices of any step, None, ...): a view of the same
-    /// buffer, each int dropping its axis. A bool NDArray mask over the leading axes gives a copy
-    /// of the selected elements (shape `(count,) + rest`); other index types and out-of-range ints
-    /// raise IndexError.
+    /// buffer, each int dropping its axis. Integer arrays (quill, NumPy or lists) index as
+    /// NumPy's advanced indexing and give a copy. A bool NDArray mask over the leading axes gives
+    /// a copy of the selected elements (shape `(count,) + rest`); other index types and
+    /// out-of-range indices raise IndexError.
     fn __getitem__(&self, idx: &Bound<'_, PyAny>) -> PyResult<Self> {
         if let Some(mask) = bool_mask(idx) {
             return Ok(PyNDArray::wrap(
                 self.inner.select_mask(&mask).map_err(index_err)?,
             ));
         }
-        Ok(PyNDArray::wrap(self.inner.slice(&index_of(idx)?).q()?))
+        let args = crate::convert::index_args(idx)?;
+        Ok(PyNDArray::wrap(self.inner.index(&args).map_err(index_err)?))
     }
     /// a[idx] = value, written into this array's buffer (views of it see the change); `idx` as in
     /// `a[idx]`, a bool NDArray mask included. `value` (a Python number, an NDArray or anything
@@ -912,6 +914,11 @@ impl PyNDArray {
         let b = BinaryOp::from_name(op)
             .ok_or_else(|| PyValueError::new_err(format!("unknown binary op '{op}'")))?;
         binary(&self.inner, b, other, reversed).map(PyNDArray::wrap)
+    }
+    /// The next representable value after each element toward `other` (broadcast), in the
+    /// promoted float dtype: NumPy's `nextafter`.
+    fn _nextafter(&self, other: PyRef<PyNDArray>) -> PyResult<Self> {
+        Ok(PyNDArray::wrap(self.inner.nextafter(&other.inner).q()?))
     }
     /// Reduction by name: sum prod max min mean var std any all.
     #[pyo3(signature = (op, axis = None, keepdims = false, correction = 0))]

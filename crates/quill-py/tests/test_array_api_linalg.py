@@ -195,3 +195,88 @@ def test_tensor_linalg_gradients_against_closed_forms():
     np.testing.assert_allclose(q.numpy() @ r.numpy(), g, atol=1e-12)
     with pytest.raises(ValueError, match="singular"):
         Tensor(np.array([[1.0, 2.0], [2.0, 4.0]]), dtype="float64").inv()
+
+
+def cstrided(shape, dtype="complex128", hermitian=False):
+    """A complex (quill view, NumPy copy): transposed storage, rows (or the batch) reversed."""
+    n = RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+    if shape[-1] == shape[-2]:
+        n = n + shape[-1] * np.eye(shape[-1])
+    if hermitian:
+        n = n @ np.conj(np.swapaxes(n, -1, -2))
+    n = n.astype(dtype)
+    q = xp.matrix_transpose(NDArray(np.ascontiguousarray(np.swapaxes(n, -1, -2))))
+    return (q[::-1], n[::-1]) if hermitian else (q[..., ::-1, :], n[..., ::-1, :])
+
+
+def ctol(dtype):
+    return dict(rtol=1e-3, atol=1e-3) if dtype == "complex64" else dict(rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_matrices_against_numpy(dtype):
+    real = "float32" if dtype == "complex64" else "float64"
+    q, n = cstrided((2, 3, 4, 4), dtype)
+    qb, nb = cstrided((3, 4, 2), dtype)
+    for got, want in [(la.solve(q, qb), np.linalg.solve(n, nb)), (la.inv(q), np.linalg.inv(n)),
+                      (la.det(q), np.linalg.det(n)), (la.pinv(q), np.linalg.pinv(n)),
+                      (la.matrix_power(q, -2), np.linalg.matrix_power(n, -2)),
+                      (la.trace(q), np.trace(n, axis1=-2, axis2=-1))]:
+        assert got.dtype == dtype
+        np.testing.assert_allclose(np.asarray(got), want, **ctol(dtype))
+    # Real by nature: singular values, norms, log |det|; the sign of det is a unit complex.
+    for got, want in [(la.svdvals(q), np.linalg.svd(n, compute_uv=False)),
+                      (la.matrix_norm(q), np.linalg.norm(n, axis=(-2, -1))),
+                      (la.matrix_norm(q, ord="nuc"), np.linalg.norm(n, "nuc", axis=(-2, -1))),
+                      (la.matrix_norm(q, ord=2), np.linalg.norm(n, 2, axis=(-2, -1))),
+                      (la.vector_norm(q, axis=(-1,)), np.linalg.norm(n, axis=-1))]:
+        assert got.dtype == real
+        np.testing.assert_allclose(np.asarray(got), want, **ctol(dtype))
+    sign, logabs = la.slogdet(q)
+    ns, nl = np.linalg.slogdet(n)
+    assert sign.dtype == dtype and logabs.dtype == real
+    np.testing.assert_allclose(np.asarray(sign), ns, **ctol(dtype))
+    np.testing.assert_allclose(np.asarray(logabs), nl, **ctol(dtype))
+    np.testing.assert_array_equal(np.asarray(la.matrix_rank(q)), np.linalg.matrix_rank(n))
+    # Factorizations whose phases are free: their identities, with Hermitian adjoints.
+    h, hn = cstrided((2, 4, 4), dtype, hermitian=True)
+    np.testing.assert_allclose(np.asarray(la.cholesky(h)), np.linalg.cholesky(hn), **ctol(dtype))
+    up = np.asarray(la.cholesky(h, upper=True))
+    np.testing.assert_allclose(np.conj(np.swapaxes(up, -1, -2)) @ up, hn, **ctol(dtype))
+    w, v = la.eigh(h)
+    assert w.dtype == real and v.dtype == dtype
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(hn), **ctol(dtype))
+    vv = np.asarray(v)
+    np.testing.assert_allclose(hn @ vv, vv * np.asarray(w)[..., None, :], rtol=1e-3, atol=1e-2)
+    r, rn = cstrided((2, 5, 3), dtype)
+    u, s, vh = la.svd(r, full_matrices=False)
+    assert s.dtype == real
+    np.testing.assert_allclose((np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh), rn, **ctol(dtype))
+    qq, rr = la.qr(r)
+    qq, rr = np.asarray(qq), np.asarray(rr)
+    np.testing.assert_allclose(qq @ rr, rn, **ctol(dtype))
+    np.testing.assert_allclose(np.conj(qq.swapaxes(-1, -2)) @ qq, np.broadcast_to(np.eye(3), (2, 3, 3)), **ctol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_eig_and_eigvals(dtype):
+    want = "complex64" if dtype in ("float32", "complex64") else "complex128"
+    n = RNG.standard_normal((3, 5, 5))
+    if dtype.startswith("complex"):
+        n = n + 1j * RNG.standard_normal((3, 5, 5))
+    n = n.astype(dtype)
+    q = xp.asarray(n)[:, ::-1, :]
+    n = n[:, ::-1, :]
+    w, v = la.eig(q)
+    assert w.dtype == want and v.dtype == want and w.shape == (3, 5) and v.shape == (3, 5, 5)
+    ww, vv = np.asarray(w), np.asarray(v)
+    tol_ = 1e-3 if want == "complex64" else 1e-9
+    np.testing.assert_allclose(n @ vv, vv * ww[..., None, :], atol=tol_ * 10)
+    np.testing.assert_allclose(np.linalg.norm(vv, axis=-2), 1.0, rtol=tol_)
+    ref = np.sort_complex(np.linalg.eigvals(n).astype(complex))
+    np.testing.assert_allclose(np.sort_complex(np.asarray(la.eigvals(q)).astype(complex)), ref, atol=tol_ * 10)
+    # A rotation has eigenvalues ±i though its entries are real.
+    np.testing.assert_allclose(np.sort_complex(np.asarray(la.eigvals(xp.asarray([[0.0, -1.0], [1.0, 0.0]])))),
+                               [-1j, 1j], atol=1e-12)
+    with pytest.raises(ValueError, match="square"):
+        la.eig(xp.ones((2, 3)))

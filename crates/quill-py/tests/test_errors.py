@@ -171,7 +171,7 @@ def test_index_out_of_range(a):
 
 
 def test_bad_index_types(a):
-    with pytest.raises(IndexError, match="only integers, slices, None and ... are valid indices, got float"):
+    with pytest.raises(IndexError, match="only integers, slices, None, ... and integer arrays are valid indices, got float"):
         a[1.5]
     with pytest.raises(IndexError, match="boolean indices are not supported"):
         a[True]

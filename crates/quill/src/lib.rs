@@ -32,7 +32,7 @@ pub use quill_array::pool::{
 };
 pub use quill_array::{
     device, fft, fused_kernel, fused_ops, host_round_trips, linalg, ndarray,
-    reset_host_round_trips, supported_ops, supports, Device, NDArray, Pinned,
+    reset_host_round_trips, supported_ops, supports, Device, IndexArg, NDArray, Pinned,
 };
 pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,

@@ -18,8 +18,9 @@ pub enum NormOrd {
     P(f64),
 }
 
+/// |x| in a float dtype: complex input gives its modulus in the parts' dtype.
 fn float_abs(x: &NDArray) -> Result<NDArray> {
-    let x = if x.dtype().is_float() {
+    let x = if x.dtype().is_float() || x.dtype().is_complex() {
         x.clone()
     } else {
         x.astype(DType::F64)?

@@ -1,12 +1,15 @@
 //! The factorizations and what derives from them, on faer: each matrix of the stack is read into
-//! a faer matrix in f64, factored, and written back row-major. Singular and non-positive-definite
-//! input is an error naming the op and the batch index, as NumPy's `LinAlgError` does.
+//! a faer matrix (f64 for real input, complex128 for complex), factored, and written back
+//! row-major. Singular and non-positive-definite input is an error naming the op and the batch
+//! index, as NumPy's `LinAlgError` does.
 
-use super::{broadcast_batch, build, check_matrices, result_dtype, shape_of, stack, Stack};
+use super::{
+    broadcast_batch, build, check_matrices, real_dtype, result_dtype, shape_of, stack, Field, Stack,
+};
 use crate::NDArray;
 use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::{Mat, MatRef, Side};
-use quill_core::{DType, Error, Result};
+use quill_core::{DType, Error, Result, C128};
 
 /// Which factors `qr` returns, as NumPy's `mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,16 +20,40 @@ pub enum QrMode {
     Complete,
 }
 
-fn view(s: &Stack, i: usize) -> MatRef<'_, f64> {
+/// Runs `$f::<T>` with T = complex128 when any of the arrays is complex, else f64.
+macro_rules! by_field {
+    ($f:ident($($a:expr),*) $(, $extra:expr)*) => {
+        if [$($a),*].iter().any(|a: &&NDArray| a.dtype().is_complex()) {
+            $f::<C128>($($a,)* $($extra),*)
+        } else {
+            $f::<f64>($($a,)* $($extra),*)
+        }
+    };
+}
+
+fn view<T: Field>(s: &Stack<T>, i: usize) -> MatRef<'_, T> {
     MatRef::from_row_major_slice(s.matrix(i), s.m, s.n)
 }
 
-fn push(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
+fn push<T: Field>(out: &mut Vec<T>, m: MatRef<'_, T>) {
     for i in 0..m.nrows() {
         for j in 0..m.ncols() {
             out.push(m[(i, j)]);
         }
     }
+}
+
+/// Pushes the conjugate transpose of `m` (its transpose for reals).
+fn push_adjoint<T: Field>(out: &mut Vec<T>, m: MatRef<'_, T>) {
+    for j in 0..m.ncols() {
+        for i in 0..m.nrows() {
+            out.push(m[(i, j)].conj());
+        }
+    }
+}
+
+fn identity<T: Field>(r: usize, c: usize) -> Mat<T> {
+    Mat::from_fn(r, c, |a, b| T::of(f64::from(a == b)))
 }
 
 /// Where in the batch matrix `i` sits, for error messages: `[]` for a single matrix.
@@ -39,27 +66,37 @@ fn at(batch: &[usize], mut i: usize) -> Vec<usize> {
     idx
 }
 
-fn singular(op: &'static str, batch: &[usize], i: usize) -> Error {
-    let which = if batch.is_empty() {
+fn which(batch: &[usize], i: usize) -> String {
+    if batch.is_empty() {
         "the matrix".to_string()
     } else {
         format!("the matrix at batch index {:?}", at(batch, i))
-    };
+    }
+}
+
+fn singular(op: &'static str, batch: &[usize], i: usize) -> Error {
     Error::invalid(
         op,
-        format!("{which} is singular (a zero pivot in its LU factorization)"),
+        format!(
+            "{} is singular (a zero pivot in its LU factorization)",
+            which(batch, i)
+        ),
     )
 }
 
 /// Whether the LU factor `u` has an exactly zero pivot (what LAPACK's getrf reports).
-fn zero_pivot(u: MatRef<'_, f64>) -> bool {
-    (0..u.nrows().min(u.ncols())).any(|k| u[(k, k)] == 0.0)
+fn zero_pivot<T: Field>(u: MatRef<'_, T>) -> bool {
+    (0..u.nrows().min(u.ncols())).any(|k| u[(k, k)].modulus() == 0.0)
 }
 
 /// The solution X of A X = B for each matrix of `a` (..., n, n). `b` is a vector (n,) when it
 /// has one dim, else a stack (..., n, k); the batch dims broadcast. Errors on a singular
 /// matrix, non-square `a` or sizes that differ.
 pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    by_field!(solve_in(a, b))
+}
+
+fn solve_in<T: Field>(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     const OP: &str = "linalg.solve";
     let nd = a.ndim();
     let n = check_matrices(OP, a, true)?.0;
@@ -95,7 +132,7 @@ pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     )?;
     let a = a.broadcast_to(&shape_of(&batch, &[n, n]))?;
     let b2 = b2.broadcast_to(&shape_of(&batch, &[n, k]))?;
-    let (sa, sb) = (stack(OP, &a, true)?, stack(OP, &b2, false)?);
+    let (sa, sb) = (stack::<T>(OP, &a, true)?, stack::<T>(OP, &b2, false)?);
     let mut out = Vec::with_capacity(sb.data.len());
     for i in 0..sa.count() {
         let lu = view(&sa, i).partial_piv_lu();
@@ -109,20 +146,35 @@ pub fn solve(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     build(out, &shape_of(&batch, tail), dtype, a.device())
 }
 
-/// The float dtype two linalg operands' result takes: the wider float, f64 for integers.
+/// The dtype two linalg operands' result takes: the wider float (f64 for integers), complex
+/// when either is.
 fn promote(a: DType, b: DType) -> DType {
-    let f = |d: DType| if d.is_float() { d } else { DType::F64 };
-    match (f(a), f(b)) {
-        (x, y) if x == y => x,
-        (DType::F64, _) | (_, DType::F64) => DType::F64,
+    let f = |d: DType| {
+        if d.is_float() || d.is_complex() {
+            d
+        } else {
+            DType::F64
+        }
+    };
+    let (a, b) = (f(a), f(b));
+    let wide = a.real_part() == DType::F64 || b.real_part() == DType::F64;
+    match (a.is_complex() || b.is_complex(), wide) {
+        (true, true) => DType::C128,
+        (true, false) => DType::C64,
+        (false, true) => DType::F64,
+        (false, false) if a == b => a,
         _ => DType::F32,
     }
 }
 
 /// The inverse of each matrix of `a` (..., n, n); errors on a singular one.
 pub fn inv(a: &NDArray) -> Result<NDArray> {
+    by_field!(inv_in(a))
+}
+
+fn inv_in<T: Field>(a: &NDArray) -> Result<NDArray> {
     const OP: &str = "linalg.inv";
-    let s = stack(OP, a, true)?;
+    let s = stack::<T>(OP, a, true)?;
     let mut out = Vec::with_capacity(s.data.len());
     for i in 0..s.count() {
         let lu = view(&s, i).partial_piv_lu();
@@ -153,78 +205,90 @@ fn parity(p: &[usize]) -> f64 {
     sign
 }
 
-/// (sign, log |det|) of each matrix, from its LU factors: sign 0 and log |det| = -inf for a
-/// singular one.
-fn sign_logdet(s: &Stack, i: usize) -> (f64, f64) {
+/// (sign, log |det|) of each matrix, from its LU factors: the sign is ±1 for real matrices and
+/// a unit complex number for complex ones; sign 0 and log |det| = -inf for a singular matrix.
+fn sign_logdet<T: Field>(s: &Stack<T>, i: usize) -> (T, f64) {
     if s.n == 0 {
-        return (1.0, 0.0);
+        return (T::of(1.0), 0.0);
     }
     let lu = view(s, i).partial_piv_lu();
     let u = lu.U();
-    let mut sign = parity(lu.P().arrays().0);
+    let mut sign = T::of(parity(lu.P().arrays().0));
     let mut log = 0.0;
     for k in 0..s.n {
         let d = u[(k, k)];
-        if d == 0.0 {
-            return (0.0, f64::NEG_INFINITY);
+        let r = d.modulus();
+        if r == 0.0 {
+            return (T::of(0.0), f64::NEG_INFINITY);
         }
-        if d.is_nan() {
-            return (f64::NAN, f64::NAN);
+        if r.is_nan() {
+            return (T::of(f64::NAN), f64::NAN);
         }
-        sign *= d.signum();
-        log += d.abs().ln();
+        sign *= d / T::of(r);
+        log += r.ln();
     }
     (sign, log)
 }
 
 /// The determinant of each matrix of `a` (..., n, n), shape (...).
 pub fn det(a: &NDArray) -> Result<NDArray> {
-    let s = stack("linalg.det", a, true)?;
+    by_field!(det_in(a))
+}
+
+fn det_in<T: Field>(a: &NDArray) -> Result<NDArray> {
+    let s = stack::<T>("linalg.det", a, true)?;
     // The product of the pivots (as LAPACK-based NumPy forms it), exact where the factors are.
     let out = (0..s.count())
         .map(|i| {
             if s.n == 0 {
-                return 1.0;
+                return T::of(1.0);
             }
             let lu = view(&s, i).partial_piv_lu();
             let u = lu.U();
-            (0..s.n).fold(parity(lu.P().arrays().0), |acc, k| acc * u[(k, k)])
+            (0..s.n).fold(T::of(parity(lu.P().arrays().0)), |acc, k| acc * u[(k, k)])
         })
         .collect();
     build(out, &s.batch, result_dtype(a), a.device())
 }
 
 /// (sign, log |det|) of each matrix of `a` (..., n, n), both of shape (...): the determinant
-/// without its overflow. A singular matrix gives sign 0 and log |det| = -inf, as NumPy.
+/// without its overflow. A singular matrix gives sign 0 and log |det| = -inf, as NumPy. For
+/// complex input the sign is complex (of modulus 1) and log |det| real.
 pub fn slogdet(a: &NDArray) -> Result<(NDArray, NDArray)> {
-    let s = stack("linalg.slogdet", a, true)?;
-    let (sign, log): (Vec<f64>, Vec<f64>) = (0..s.count()).map(|i| sign_logdet(&s, i)).unzip();
-    let (dt, dev) = (result_dtype(a), a.device());
+    by_field!(slogdet_in(a))
+}
+
+fn slogdet_in<T: Field>(a: &NDArray) -> Result<(NDArray, NDArray)> {
+    let s = stack::<T>("linalg.slogdet", a, true)?;
+    let (sign, log): (Vec<T>, Vec<f64>) = (0..s.count()).map(|i| sign_logdet(&s, i)).unzip();
+    let dev = a.device();
     Ok((
-        build(sign, &s.batch, dt, dev)?,
-        build(log, &s.batch, dt, dev)?,
+        build(sign, &s.batch, result_dtype(a), dev)?,
+        build(log, &s.batch, real_dtype(a), dev)?,
     ))
 }
 
-/// The Cholesky factor of each symmetric positive-definite matrix of `a` (..., n, n), read from
-/// its lower triangle: L with A = L Lᵀ, or U = Lᵀ with A = Uᵀ U when `upper`. Errors when a
-/// matrix is not positive definite.
+/// The Cholesky factor of each Hermitian (symmetric, for reals) positive-definite matrix of `a`
+/// (..., n, n), read from its lower triangle: L with A = L Lᴴ, or U = Lᴴ with A = Uᴴ U when
+/// `upper`. Errors when a matrix is not positive definite.
 pub fn cholesky(a: &NDArray, upper: bool) -> Result<NDArray> {
+    by_field!(cholesky_in(a), upper)
+}
+
+fn cholesky_in<T: Field>(a: &NDArray, upper: bool) -> Result<NDArray> {
     const OP: &str = "linalg.cholesky";
-    let s = stack(OP, a, true)?;
+    let s = stack::<T>(OP, a, true)?;
     let mut out = Vec::with_capacity(s.data.len());
     for i in 0..s.count() {
         let llt = view(&s, i).llt(Side::Lower).map_err(|_| {
-            let which = if s.batch.is_empty() {
-                "the matrix".to_string()
-            } else {
-                format!("the matrix at batch index {:?}", at(&s.batch, i))
-            };
-            Error::invalid(OP, format!("{which} is not positive definite"))
+            Error::invalid(
+                OP,
+                format!("{} is not positive definite", which(&s.batch, i)),
+            )
         })?;
         let l = llt.L();
         if upper {
-            push(&mut out, l.transpose());
+            push_adjoint(&mut out, l);
         } else {
             push(&mut out, l);
         }
@@ -234,22 +298,27 @@ pub fn cholesky(a: &NDArray, upper: bool) -> Result<NDArray> {
 
 /// Q and R with A = Q R for each matrix of `a` (..., m, n): Q with orthonormal columns, R upper
 /// triangular (`mode` picks their sizes). The signs of R's diagonal are faer's Householder
-/// choice, as LAPACK's may differ: each column of Q and row of R can flip together.
+/// choice, as LAPACK's may differ: each column of Q and row of R can flip together (by a unit
+/// complex factor for complex input).
 pub fn qr(a: &NDArray, mode: QrMode) -> Result<(NDArray, NDArray)> {
-    let s = stack("linalg.qr", a, false)?;
+    by_field!(qr_in(a), mode)
+}
+
+fn qr_in<T: Field>(a: &NDArray, mode: QrMode) -> Result<(NDArray, NDArray)> {
+    let s = stack::<T>("linalg.qr", a, false)?;
     let (m, n) = (s.m, s.n);
     let k = m.min(n);
     let (qc, rr) = match mode {
         QrMode::Reduced => (k, k),
         QrMode::Complete => (m, m),
     };
+    let zero = T::of(0.0);
     let (mut q, mut r) = (Vec::new(), Vec::new());
     for i in 0..s.count() {
         if m == 0 || n == 0 {
             // faer wants a non-empty matrix; Q is the identity's first columns, R zeros.
-            let eye = Mat::<f64>::from_fn(m, qc, |a, b| if a == b { 1.0 } else { 0.0 });
-            push(&mut q, eye.as_ref());
-            r.extend(std::iter::repeat_n(0.0, rr * n));
+            push(&mut q, identity::<T>(m, qc).as_ref());
+            r.extend(std::iter::repeat_n(zero, rr * n));
             continue;
         }
         let f = view(&s, i).qr();
@@ -263,7 +332,7 @@ pub fn qr(a: &NDArray, mode: QrMode) -> Result<(NDArray, NDArray)> {
                 // faer keeps R's min(m, n) rows; the complete R has m, zeros below.
                 let fr = f.R();
                 push(&mut r, fr);
-                r.extend(std::iter::repeat_n(0.0, (m - fr.nrows()) * n));
+                r.extend(std::iter::repeat_n(zero, (m - fr.nrows()) * n));
             }
         }
     }
@@ -278,20 +347,24 @@ fn svd_error(op: &'static str) -> impl Fn(faer::linalg::svd::SvdError) -> Error 
     move |e| Error::invalid(op, format!("the SVD did not converge ({e:?})"))
 }
 
-/// U, S, Vh with A = U diag(S) Vh for each matrix of `a` (..., m, n); S (..., k) descending,
-/// k = min(m, n). With `full_matrices`, U is (m, m) and Vh (n, n), else (m, k) and (k, n).
+/// U, S, Vh with A = U diag(S) Vh for each matrix of `a` (..., m, n); S (..., k) real and
+/// descending, k = min(m, n); Vh is V's conjugate transpose. With `full_matrices`, U is (m, m)
+/// and Vh (n, n), else (m, k) and (k, n).
 pub fn svd(a: &NDArray, full_matrices: bool) -> Result<(NDArray, NDArray, NDArray)> {
+    by_field!(svd_in(a), full_matrices)
+}
+
+fn svd_in<T: Field>(a: &NDArray, full_matrices: bool) -> Result<(NDArray, NDArray, NDArray)> {
     const OP: &str = "linalg.svd";
-    let s = stack(OP, a, false)?;
+    let s = stack::<T>(OP, a, false)?;
     let (m, n) = (s.m, s.n);
     let k = m.min(n);
     let (uc, vr) = if full_matrices { (m, n) } else { (k, k) };
-    let (mut u, mut sv, mut vh) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut u, mut sv, mut vh) = (Vec::new(), Vec::<f64>::new(), Vec::new());
     for i in 0..s.count() {
         if k == 0 {
-            let eye = |r: usize, c: usize| Mat::<f64>::from_fn(r, c, |a, b| f64::from(a == b));
-            push(&mut u, eye(m, uc).as_ref());
-            push(&mut vh, eye(vr, n).as_ref());
+            push(&mut u, identity::<T>(m, uc).as_ref());
+            push(&mut vh, identity::<T>(vr, n).as_ref());
             continue;
         }
         let mat = view(&s, i);
@@ -303,21 +376,26 @@ pub fn svd(a: &NDArray, full_matrices: bool) -> Result<(NDArray, NDArray, NDArra
         .map_err(svd_error(OP))?;
         push(&mut u, f.U());
         let d = f.S().column_vector();
-        sv.extend((0..k).map(|j| d[j]));
-        push(&mut vh, f.V().transpose());
+        sv.extend((0..k).map(|j| d[j].re()));
+        push_adjoint(&mut vh, f.V());
     }
     let (dt, dev) = (result_dtype(a), a.device());
     Ok((
         build(u, &shape_of(&s.batch, &[m, uc]), dt, dev)?,
-        build(sv, &shape_of(&s.batch, &[k]), dt, dev)?,
+        build(sv, &shape_of(&s.batch, &[k]), real_dtype(a), dev)?,
         build(vh, &shape_of(&s.batch, &[vr, n]), dt, dev)?,
     ))
 }
 
-/// The singular values of each matrix of `a` (..., m, n), (..., min(m, n)), descending.
+/// The singular values of each matrix of `a` (..., m, n), (..., min(m, n)), real and
+/// descending.
 pub fn svdvals(a: &NDArray) -> Result<NDArray> {
+    by_field!(svdvals_in(a))
+}
+
+fn svdvals_in<T: Field>(a: &NDArray) -> Result<NDArray> {
     const OP: &str = "linalg.svdvals";
-    let s = stack(OP, a, false)?;
+    let s = stack::<T>(OP, a, false)?;
     let k = s.m.min(s.n);
     let mut out = Vec::with_capacity(s.count() * k);
     for i in 0..s.count() {
@@ -328,16 +406,21 @@ pub fn svdvals(a: &NDArray) -> Result<NDArray> {
         v.sort_by(|x, y| y.total_cmp(x));
         out.extend(v);
     }
-    build(out, &shape_of(&s.batch, &[k]), result_dtype(a), a.device())
+    build(out, &shape_of(&s.batch, &[k]), real_dtype(a), a.device())
 }
 
-/// Eigenvalues (..., n), ascending, and eigenvectors (..., n, n) as columns, of each symmetric
-/// matrix of `a`, read from its lower triangle (NumPy's default `UPLO='L'`).
+/// Eigenvalues (..., n), real and ascending, and eigenvectors (..., n, n) as columns, of each
+/// Hermitian (symmetric, for reals) matrix of `a`, read from its lower triangle (NumPy's
+/// default `UPLO='L'`).
 pub fn eigh(a: &NDArray) -> Result<(NDArray, NDArray)> {
+    by_field!(eigh_in(a))
+}
+
+fn eigh_in<T: Field>(a: &NDArray) -> Result<(NDArray, NDArray)> {
     const OP: &str = "linalg.eigh";
-    let s = stack(OP, a, true)?;
+    let s = stack::<T>(OP, a, true)?;
     let n = s.n;
-    let (mut w, mut v) = (Vec::new(), Vec::new());
+    let (mut w, mut v) = (Vec::<f64>::new(), Vec::new());
     for i in 0..s.count() {
         if n == 0 {
             continue;
@@ -347,30 +430,95 @@ pub fn eigh(a: &NDArray) -> Result<(NDArray, NDArray)> {
             .map_err(|e| Error::invalid(OP, format!("the eigensolver did not converge ({e:?})")))?;
         let d = e.S().column_vector();
         let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&x, &y| d[x].total_cmp(&d[y]));
-        w.extend(order.iter().map(|&j| d[j]));
+        order.sort_by(|&x, &y| d[x].re().total_cmp(&d[y].re()));
+        w.extend(order.iter().map(|&j| d[j].re()));
         let u = e.U();
         for r in 0..n {
             v.extend(order.iter().map(|&j| u[(r, j)]));
         }
     }
-    let (dt, dev) = (result_dtype(a), a.device());
+    let dev = a.device();
     Ok((
-        build(w, &shape_of(&s.batch, &[n]), dt, dev)?,
-        build(v, a.shape(), dt, dev)?,
+        build(w, &shape_of(&s.batch, &[n]), real_dtype(a), dev)?,
+        build(v, a.shape(), result_dtype(a), dev)?,
     ))
 }
 
-/// The eigenvalues of each symmetric matrix of `a` (..., n, n), ascending (lower triangle).
+/// The eigenvalues of each Hermitian matrix of `a` (..., n, n), real and ascending (lower
+/// triangle).
 pub fn eigvalsh(a: &NDArray) -> Result<NDArray> {
     Ok(eigh(a)?.0)
+}
+
+/// The complex dtype general eigen-decompositions return: complex64 for f32 / f16 / bf16 /
+/// complex64 input, complex128 otherwise (the 2025.12 standard's rule: always complex).
+fn eig_dtype(a: &NDArray) -> DType {
+    result_dtype(a).to_complex().unwrap_or(DType::C128)
+}
+
+/// Eigenvalues (..., n) and right eigenvectors (..., n, n), as columns of unit 2-norm, of each
+/// general square matrix of `a`, both complex: A v = w v. Their order is the solver's (the
+/// standard leaves it unspecified, as LAPACK's geev does).
+pub fn eig(a: &NDArray) -> Result<(NDArray, NDArray)> {
+    by_field!(eig_in(a), true)
+}
+
+/// The eigenvalues (..., n) of each general square matrix of `a`, complex, in the order `eig`
+/// gives them.
+pub fn eigvals(a: &NDArray) -> Result<NDArray> {
+    Ok(by_field!(eig_in(a), false)?.0)
+}
+
+fn eig_in<T: Field>(a: &NDArray, vectors: bool) -> Result<(NDArray, NDArray)> {
+    let op = if vectors {
+        "linalg.eig"
+    } else {
+        "linalg.eigvals"
+    };
+    let s = stack::<T>(op, a, true)?;
+    let n = s.n;
+    let (mut w, mut v) = (Vec::<C128>::new(), Vec::<C128>::new());
+    let failed = |e| Error::invalid(op, format!("the eigensolver did not converge ({e:?})"));
+    for i in 0..s.count() {
+        if n == 0 {
+            continue;
+        }
+        if !vectors {
+            w.extend(view(&s, i).eigenvalues().map_err(failed)?);
+            continue;
+        }
+        let e = view(&s, i).eigen().map_err(failed)?;
+        let d = e.S().column_vector();
+        w.extend((0..n).map(|j| d[j]));
+        let u = e.U();
+        // Unit 2-norm columns, as LAPACK's geev returns them.
+        let norms: Vec<f64> = (0..n)
+            .map(|j| (0..n).map(|r| u[(r, j)].norm_sqr()).sum::<f64>().sqrt())
+            .collect();
+        for r in 0..n {
+            v.extend((0..n).map(|j| {
+                if norms[j] > 0.0 {
+                    u[(r, j)] / norms[j]
+                } else {
+                    u[(r, j)]
+                }
+            }));
+        }
+    }
+    let (dt, dev) = (eig_dtype(a), a.device());
+    let vecs = if vectors {
+        build(v, a.shape(), dt, dev)?
+    } else {
+        build(Vec::<C128>::new(), &[0], dt, dev)?
+    };
+    Ok((build(w, &shape_of(&s.batch, &[n]), dt, dev)?, vecs))
 }
 
 /// The cut-off below which singular values count as zero: `rtol` times the largest, with
 /// `rtol` defaulting to max(m, n) times the dtype's machine epsilon (the standard's rule).
 fn cutoff(rtol: Option<f64>, m: usize, n: usize, dtype: DType, largest: f64) -> f64 {
     let eps = match dtype {
-        DType::F32 => f32::EPSILON as f64,
+        DType::F32 | DType::C64 => f32::EPSILON as f64,
         DType::F16 => 0.000977,
         DType::BF16 => 0.0078125,
         _ => f64::EPSILON,
@@ -382,26 +530,37 @@ fn cutoff(rtol: Option<f64>, m: usize, n: usize, dtype: DType, largest: f64) -> 
 /// singular values at or below `rtol` times the largest treated as zero (default: max(m, n)
 /// times the dtype's epsilon).
 pub fn pinv(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
+    by_field!(pinv_in(a), rtol)
+}
+
+fn pinv_in<T: Field>(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
     const OP: &str = "linalg.pinv";
-    let s = stack(OP, a, false)?;
+    let s = stack::<T>(OP, a, false)?;
     let (m, n) = (s.m, s.n);
     let dt = result_dtype(a);
     let mut out = Vec::with_capacity(s.count() * m * n);
     for i in 0..s.count() {
         if m.min(n) == 0 {
-            out.extend(std::iter::repeat_n(0.0, m * n));
+            out.extend(std::iter::repeat_n(T::of(0.0), m * n));
             continue;
         }
         let f = view(&s, i).thin_svd().map_err(svd_error(OP))?;
         let d = f.S().column_vector();
         let k = m.min(n);
-        let big = (0..k).map(|j| d[j]).fold(0.0, f64::max);
+        let big = (0..k).map(|j| d[j].re()).fold(0.0, f64::max);
         let cut = cutoff(rtol, m, n, dt, big);
-        // pinv = V diag(1/s) Uᵀ over the kept singular values, as one faer product.
-        let v = f.V();
-        let scaled =
-            Mat::<f64>::from_fn(n, k, |r, j| if d[j] > cut { v[(r, j)] / d[j] } else { 0.0 });
-        push(&mut out, (&scaled * f.U().transpose()).as_ref());
+        // pinv = V diag(1/s) Uᴴ over the kept singular values, as one faer product.
+        let (v, u) = (f.V(), f.U());
+        let scaled = Mat::<T>::from_fn(n, k, |r, j| {
+            let sj = d[j].re();
+            if sj > cut {
+                v[(r, j)] / T::of(sj)
+            } else {
+                T::of(0.0)
+            }
+        });
+        let uh = Mat::<T>::from_fn(k, m, |r, c| u[(c, r)].conj());
+        push(&mut out, (&scaled * &uh).as_ref());
     }
     build(out, &shape_of(&s.batch, &[n, m]), dt, a.device())
 }

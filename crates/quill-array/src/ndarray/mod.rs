@@ -3,6 +3,8 @@
 //! a read-write lock: kernels hold it only while they run, and writes into a buffer that is also
 //! being read go through a temporary, so aliasing never gives a wrong answer.
 
+mod advanced;
+pub use advanced::IndexArg;
 mod assign;
 mod bytes;
 mod complex;
@@ -17,6 +19,7 @@ mod join;
 mod mask;
 mod matmul;
 mod methods;
+mod nextafter;
 mod operators;
 mod pad;
 mod reduce;

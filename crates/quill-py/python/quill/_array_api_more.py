@@ -99,7 +99,7 @@ def meshgrid(*arrays, indexing="xy"):
         shape = [1] * len(arrays)
         shape[axis] = a.size
         out.append(a.reshape(tuple(shape)).broadcast_to(tuple(sizes)).compact())
-    return out
+    return tuple(out)  # a tuple since the 2025.12 standard
 
 
 def _tri(x, k, lower):
@@ -137,7 +137,7 @@ def moveaxis(x, source, destination, /):
 
 def broadcast_arrays(*arrays):
     shape = _np.broadcast_shapes(*[a.shape for a in arrays])
-    return [a.broadcast_to(shape) for a in arrays]
+    return tuple(a.broadcast_to(shape) for a in arrays)  # a tuple since 2025.12
 
 
 def take(x, indices, /, *, axis=None):
@@ -406,6 +406,18 @@ def copysign(x1, x2, /):
     return where(signbit(x2), -a, a)
 
 
+def nextafter(x1, x2, /):
+    """The next representable value after x1 toward x2, in the promoted float dtype, stepping by
+    the dtype's own ulp (quill's Rust `NDArray::nextafter`); a Python float takes the array's
+    dtype, as the standard's scalar rule says."""
+    if isinstance(x1, (int, float)) and isinstance(x2, NDArray):
+        x1 = asarray(float(x1), dtype=x2.dtype if x2.dtype in (float16, float32, float64) else None)
+    x1 = _arr(x1)
+    if isinstance(x2, (int, float)):
+        x2 = asarray(float(x2), dtype=x1.dtype if x1.dtype in (float16, float32, float64) else None)
+    return x1._nextafter(_arr(x2))
+
+
 def hypot(x1, x2, /):
     a, b = abs(_arr(x1)), abs(_arr(x2))
     m, n = maximum(a, b), minimum(a, b)
@@ -429,5 +441,5 @@ __all__ = [
     "sort", "argsort", "nonzero", "searchsorted", "cumulative_sum", "unique_values",
     "unique_counts", "unique_inverse", "unique_all", "signbit", "copysign", "hypot",
     "logaddexp", "cumulative_prod", "count_nonzero", "diff",
-    "take_along_axis", "broadcast_shapes", "isin",
+    "take_along_axis", "broadcast_shapes", "isin", "nextafter",
 ]

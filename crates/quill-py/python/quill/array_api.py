@@ -1,9 +1,10 @@
-"""A Python Array API (2023.12) namespace over quill's NDArray: ``xp = x.__array_namespace__()``
+"""A Python Array API (2025.12) namespace over quill's NDArray: ``xp = x.__array_namespace__()``
 or ``import quill.array_api as xp``. Every function is one quill op (or a few). Covered:
 dtypes, constants, creation, elementwise, comparisons, reductions, manipulation, ``matmul`` /
 ``matrix_transpose`` / ``vecdot``, ``where``, ``astype``; and (``_array_api_more``) data-type
 functions, sorting, searching, sets, ``take``, ``cumulative_sum``, ``tensordot``, bitwise
-functions. Not yet: the FFT and linalg extensions."""
+functions, ``nextafter``; the ``linalg`` and ``fft`` extensions (``array_api_linalg``,
+``array_api_fft``). Integer-array indexing (``x[i, j]``) is the NDArray's own."""
 import builtins
 import math
 
@@ -12,7 +13,7 @@ import numpy as _np
 from . import _optable
 from ._native import NDArray, cpu as _cpu, from_dlpack
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2025.12"
 
 
 
@@ -364,14 +365,15 @@ def __array_namespace_info__():
 
     class Info:
         def capabilities(self):
-            return {"boolean indexing": True, "data-dependent shapes": True}
+            return {"boolean indexing": True, "data-dependent shapes": True,
+                    "max dimensions": None}
 
         def default_device(self):
             return _cpu()
 
         def devices(self):
             from ._native import cuda
-            return [_cpu()] + [d for d in [cuda()] if d.enabled()]
+            return (_cpu(),) + tuple(d for d in [cuda()] if d.enabled())
 
         def default_dtypes(self, *, device=None):
             return {"real floating": float64, "complex floating": complex128,

@@ -5,11 +5,12 @@ from collections import namedtuple
 
 from ._native import NDArray, _linalg as _n
 
-__all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
+__all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul",
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
            "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
            "vector_norm"]
 
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -41,6 +42,16 @@ def det(x, /):
 
 def diagonal(x, /, *, offset=0):
     return _n._diagonal(_arr(x), offset)
+
+
+def eig(x, /):
+    """Eigenvalues and right eigenvectors (unit columns) of general square matrices; both
+    complex whatever the input, as the 2025.12 standard says."""
+    return EigResult(*_n._eig(_arr(x)))
+
+
+def eigvals(x, /):
+    return _n._eigvals(_arr(x))
 
 
 def eigh(x, /):
