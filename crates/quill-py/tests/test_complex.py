@@ -156,6 +156,21 @@ def test_data_type_functions_and_printing():
     assert "+2." in text and "-4.5j" in text, text
 
 
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_var_and_std_are_real(dt):
+    x = _random(np.random.default_rng(5), (3, 5), dt)
+    q = xp.asarray(x)[:, ::-2]
+    for axis in (None, 0, 1):
+        for correction in (0, 1):
+            got = xp.var(q, axis=axis, correction=correction)
+            want = np.var(x[:, ::-2], axis=axis, ddof=correction)
+            assert got.dtype == (xp.float32 if dt == np.complex64 else xp.float64)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5 if dt == np.complex64 else 1e-12)
+            np.testing.assert_allclose(np.asarray(xp.std(q, axis=axis, correction=correction)),
+                                       np.std(x[:, ::-2], axis=axis, ddof=correction),
+                                       rtol=1e-5 if dt == np.complex64 else 1e-12)
+
+
 def test_what_complex_numbers_lack_is_refused_by_name():
     q = xp.asarray(np.array([1 + 2j, 3 - 1j]))
     for call in (lambda: xp.sort(q), lambda: xp.max(q), lambda: xp.floor(q),

@@ -274,6 +274,19 @@ fn reductions_and_matmul_match_naive_loops() {
     let mean = vals(&a.mean(None, false).unwrap())[0];
     let want: C = av.iter().sum::<C>() / 16.0;
     assert!(close(mean, want, 1e-14));
+    // var / std: the mean of |x - mean|^2 (over n - ddof), real f64, here with ddof 1.
+    let var = a.var(None, 1, false).unwrap();
+    let sd = a.std(None, 1, false).unwrap();
+    assert_eq!((var.dtype(), sd.dtype()), (DType::F64, DType::F64));
+    let want_var = av.iter().map(|x| (x - want).norm_sqr()).sum::<f64>() / 15.0;
+    let (v, s) = (var.item::<f64>().unwrap(), sd.item::<f64>().unwrap());
+    assert!((v - want_var).abs() < 1e-13 * want_var && (s - want_var.sqrt()).abs() < 1e-13);
+    let c64 = a
+        .astype(DType::C64)
+        .unwrap()
+        .var(Some(&[-1]), 0, true)
+        .unwrap();
+    assert_eq!((c64.dtype(), c64.shape()), (DType::F32, &[2, 2, 1][..]));
     let any = a.any(None, false).unwrap().to_vec::<bool>().unwrap();
     assert_eq!(any, [true]);
     for e in [

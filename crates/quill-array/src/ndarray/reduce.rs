@@ -118,15 +118,31 @@ impl NDArray {
         self.stat(Stat::Mean, axes, keepdims)
     }
 
-    /// Variance `sum((x - mean)^2) / (n - ddof)`, dtypes as `mean`; `ddof >= n` gives inf or
-    /// NaN, as NumPy (which also warns).
+    /// Variance `sum(|x - mean|^2) / (n - ddof)`, dtypes as `mean` (complex input gives the
+    /// real dtype of its parts, as NumPy); `ddof >= n` gives inf or NaN, as NumPy (which also
+    /// warns).
     pub fn var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
+        if self.dtype().is_complex() {
+            return self.complex_var(axes, ddof, keepdims);
+        }
         self.stat(Stat::Var { ddof, std: false }, axes, keepdims)
     }
 
     /// Standard deviation: the square root of `var`.
     pub fn std(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
+        if self.dtype().is_complex() {
+            return self.complex_var(axes, ddof, keepdims)?.sqrt();
+        }
         self.stat(Stat::Var { ddof, std: true }, axes, keepdims)
+    }
+
+    /// The variance of complex values, NumPy's mean of |x - mean|²: the variances of the real
+    /// and imaginary parts added (each from the real kernel's two-pass form), real-valued in
+    /// the parts' dtype.
+    fn complex_var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<NDArray> {
+        let stat = Stat::Var { ddof, std: false };
+        let re = self.real()?.stat(stat, axes, keepdims)?;
+        re.add(&self.imag()?.stat(stat, axes, keepdims)?)
     }
 
     /// `log(sum(exp(x)))`, computed stably through the max; dtypes as `mean`. All -inf (or
