@@ -126,17 +126,8 @@ impl PyTensor {
             Some(d) if d != a.dtype() => a.astype(d).q()?,
             _ => a,
         };
-        if a.dtype().is_complex() {
-            // Complex autograd (PyTorch's conjugate Wirtinger rule) is not built yet, and a
-            // real Tensor would drop the imaginary part: refuse rather than lose data.
-            return Err(PyTypeError::new_err(format!(
-                "unsupported dtype '{}' for a Tensor: quill's autograd is real for now; use \
-                 NDArray (quill.backend_ndarray) or quill.array_api for complex arithmetic",
-                a.dtype().numpy_name()
-            )));
-        }
         let a = a.to_device(device.map_or(a.device(), |d| d.device)).q()?;
-        let rg = requires_grad && a.dtype().is_float();
+        let rg = requires_grad && (a.dtype().is_float() || a.dtype().is_complex());
         Ok(wrap(Tensor::from_array(a, rg).q()?))
     }
 
@@ -434,6 +425,21 @@ impl PyTensor {
     /// The matrix product `a @ b` (b a Tensor), as `__matmul__`.
     fn matmul(&self, o: PyRef<PyTensor>) -> PyResult<PyTensor> {
         self.__matmul__(o)
+    }
+    /// The complex conjugate (the tensor itself when real); gradients follow PyTorch's
+    /// convention for complex values (dL/dx + i dL/dy).
+    fn conj(&self) -> PyResult<PyTensor> {
+        self.inner.conj().q().map(wrap)
+    }
+    /// The real part, a real tensor; differentiable.
+    #[getter]
+    fn real(&self) -> PyResult<PyTensor> {
+        self.inner.real().q().map(wrap)
+    }
+    /// The imaginary part, a real tensor (zeros for a real one); differentiable.
+    #[getter]
+    fn imag(&self) -> PyResult<PyTensor> {
+        self.inner.imag().q().map(wrap)
     }
     /// The inverse of each square matrix (..., n, n), differentiable; a singular matrix is a
     /// ValueError naming its batch index.

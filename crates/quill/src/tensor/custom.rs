@@ -91,7 +91,7 @@ impl Tensor {
     /// backward) when gradients are enabled and an input requires them, else a constant.
     pub fn from_custom_op(data: NDArray, inputs: &[&Tensor], op: Rc<dyn CustomOp>) -> Tensor {
         let record = super::mode::is_grad_enabled()
-            && data.dtype().is_float()
+            && (data.dtype().is_float() || data.dtype().is_complex())
             && inputs.iter().any(|t| t.requires_grad());
         if !record {
             return Tensor::new(data);
@@ -152,7 +152,9 @@ impl Tensor {
             });
         }
         match &*self.0.grad_fn.borrow() {
-            GradFn::Op { op, inputs } => op.backward(g, inputs),
+            GradFn::Op { op, inputs } => {
+                super::graph::complex_aware_backward(op.as_ref(), g, inputs)
+            }
             GradFn::Leaf => Err(Error::invalid(OP, "a leaf tensor was made by no op")),
             GradFn::Freed(name) => Err(Error::invalid(
                 OP,

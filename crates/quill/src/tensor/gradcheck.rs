@@ -1,10 +1,11 @@
-//! `gradcheck`: compares the gradients backward computes with central differences in f64,
-//! element by element, and reports the worst disagreement.
+//! `gradcheck`: compares the gradients backward computes with central differences in f64 (and
+//! complex128: the real and imaginary directions of each element), element by element, and
+//! reports the worst disagreement.
 
 use super::{graph, no_grad, BackwardOptions, Tensor};
 use crate::NDArray;
 use quill_core::runs::unravel;
-use quill_core::{DType, Error, Result, SliceArg};
+use quill_core::{DType, Error, Result, Scalar, SliceArg, C128};
 use std::fmt;
 
 /// Step and tolerances: an element passes when `|analytic - numeric| <= atol + rtol * |numeric|`.
@@ -82,8 +83,11 @@ impl fmt::Display for GradcheckReport {
     }
 }
 
-/// Checks the gradients of `f` at `inputs` (f64 tensors; those that require grad are
-/// checked). A non-scalar output is projected to a scalar with fixed random weights. Inputs
+/// Checks the gradients of `f` at `inputs` (f64 or complex128 tensors; those that require grad
+/// are checked). A non-scalar output is projected to a scalar with fixed random weights (complex
+/// ones, keeping the real part, for a complex output); a complex input is checked in both
+/// directions: its gradient's real part against d/dx and its imaginary part against d/dy
+/// (PyTorch's convention). Inputs
 /// may be any views; an element is perturbed in place through the view and restored.
 pub fn gradcheck(
     f: impl Fn(&[Tensor]) -> Result<Tensor>,
@@ -92,11 +96,12 @@ pub fn gradcheck(
 ) -> Result<GradcheckReport> {
     const OP: &str = "gradcheck";
     for (i, x) in inputs.iter().enumerate() {
-        if x.requires_grad() && x.dtype() != DType::F64 {
+        if x.requires_grad() && !matches!(x.dtype(), DType::F64 | DType::C128) {
             return Err(Error::InvalidArgument {
                 op: OP,
                 msg: format!(
-                    "input {i} is {}: central differences need f64 inputs; cast with astype",
+                    "input {i} is {}: central differences need f64 or complex128 inputs; cast \
+                     with astype",
                     x.dtype()
                 ),
             });
@@ -118,8 +123,20 @@ pub fn gradcheck(
     }
     let out = f(inputs)?;
     let w = Tensor::new(NDArray::randn(out.shape(), opts.seed, DType::F64)?);
-    let project =
-        |y: &Tensor| -> Result<Tensor> { y.astype(DType::F64)?.mul(&w)?.sum(None, false) };
+    // A complex output is projected with complex weights: L = Re(sum(y conj(w))), real, so
+    // that backward gives dL/dx + i dL/dy for each complex input (PyTorch's convention).
+    let wc = if out.dtype().is_complex() {
+        let im = NDArray::randn(out.shape(), opts.seed.wrapping_add(1), DType::F64)?;
+        Some(Tensor::new(NDArray::complex(w.array(), &im)?.conj()?))
+    } else {
+        None
+    };
+    let project = |y: &Tensor| -> Result<Tensor> {
+        match &wc {
+            Some(wc) => y.astype(DType::C128)?.mul(wc)?.real()?.sum(None, false),
+            None => y.astype(DType::F64)?.mul(&w)?.sum(None, false),
+        }
+    };
     let loss = project(&out)?;
     let wanted: Vec<Tensor> = inputs
         .iter()
@@ -155,38 +172,73 @@ pub fn gradcheck(
         if !x.requires_grad() {
             continue;
         }
-        let an = analytic[k]
-            .astype(DType::F64)?
-            .array()
-            .compact()?
-            .to_vec::<f64>()?;
+        let complex = x.dtype().is_complex();
+        // (d/dx, d/dy) of each element: the real and imaginary parts of a complex gradient.
+        let an: Vec<(f64, f64)> = if complex {
+            analytic[k]
+                .astype(DType::C128)?
+                .array()
+                .compact()?
+                .to_vec::<C128>()?
+                .into_iter()
+                .map(|z| (z.re, z.im))
+                .collect()
+        } else {
+            analytic[k]
+                .astype(DType::F64)?
+                .array()
+                .compact()?
+                .to_vec::<f64>()?
+                .into_iter()
+                .map(|a| (a, 0.0))
+                .collect()
+        };
         k += 1;
-        for (flat, &a) in an.iter().enumerate() {
+        for (flat, &(a_re, a_im)) in an.iter().enumerate() {
             let idx = unravel(x.shape(), flat);
             let at: Vec<SliceArg> = idx.iter().map(|&j| SliceArg::Index(j as isize)).collect();
-            let v0 = x.array().slice(&at)?.item::<f64>()?;
-            let eval = |v: f64| -> Result<f64> {
-                x.array().set_scalar(&at, v)?;
+            let v0 = if complex {
+                x.array().slice(&at)?.item::<C128>()?
+            } else {
+                C128::new(x.array().slice(&at)?.item::<f64>()?, 0.0)
+            };
+            let eval = |v: C128| -> Result<f64> {
+                if complex {
+                    x.array().set_scalar(&at, Scalar::C(v.re, v.im))?;
+                } else {
+                    x.array().set_scalar(&at, v.re)?;
+                }
                 project(&f(inputs)?)?.item()
             };
-            let hi = eval(v0 + opts.eps);
-            let lo = eval(v0 - opts.eps);
-            x.array().set_scalar(&at, v0)?;
-            let num = (hi? - lo?) / (2.0 * opts.eps);
-            let excess = (a - num).abs() - (opts.atol + opts.rtol * num.abs());
-            // A NaN on either side fails unless both are NaN.
-            let excess = if a.is_nan() != num.is_nan() {
-                f64::INFINITY
+            let parts: &[(f64, C128)] = if complex {
+                &[(a_re, C128::new(1.0, 0.0)), (a_im, C128::new(0.0, 1.0))]
             } else {
-                excess
+                &[(a_re, C128::new(1.0, 0.0))]
             };
-            rep.checked += 1;
-            if excess > rep.excess || rep.checked == 1 {
-                rep.excess = excess;
-                rep.worst_input = i;
-                rep.worst_index = idx;
-                rep.analytic = a;
-                rep.numeric = num;
+            for &(a, dir) in parts {
+                let hi = eval(v0 + dir * opts.eps);
+                let lo = eval(v0 - dir * opts.eps);
+                if complex {
+                    x.array().set_scalar(&at, Scalar::C(v0.re, v0.im))?;
+                } else {
+                    x.array().set_scalar(&at, v0.re)?;
+                }
+                let num = (hi? - lo?) / (2.0 * opts.eps);
+                let excess = (a - num).abs() - (opts.atol + opts.rtol * num.abs());
+                // A NaN on either side fails unless both are NaN.
+                let excess = if a.is_nan() != num.is_nan() {
+                    f64::INFINITY
+                } else {
+                    excess
+                };
+                rep.checked += 1;
+                if excess > rep.excess || rep.checked == 1 {
+                    rep.excess = excess;
+                    rep.worst_input = i;
+                    rep.worst_index = idx.clone();
+                    rep.analytic = a;
+                    rep.numeric = num;
+                }
             }
         }
     }

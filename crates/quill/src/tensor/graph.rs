@@ -191,7 +191,7 @@ fn run(
                 })
             }
             GradFn::Op { op, inputs } => {
-                let gs = op.backward(&g, inputs)?;
+                let gs = complex_aware_backward(op.as_ref(), &g, inputs)?;
                 for (x, gx) in inputs.iter().zip(gs) {
                     let Some(gx) = gx else { continue };
                     if !x.requires_grad() {
@@ -207,6 +207,13 @@ fn run(
                                 .into(),
                         });
                     }
+                    // A real input of an op with a complex result takes the real part
+                    // (dL/dx alone); the cast below would do the same, but as a cast.
+                    let gx = if gx.dtype().is_complex() && !x.dtype().is_complex() {
+                        gx.real()?
+                    } else {
+                        gx
+                    };
                     let gx = if gx.dtype() != x.dtype() {
                         gx.astype(x.dtype())?
                     } else {
@@ -233,4 +240,22 @@ fn run(
         }
     }
     Ok(out)
+}
+
+/// `op`'s input gradients given `g`, in PyTorch's convention for complex values: a holomorphic
+/// op's real-form backward runs on conj(g) and its results are conjugated (see
+/// `Backward::holomorphic`); real graphs call it unchanged.
+pub(crate) fn complex_aware_backward(
+    op: &dyn super::Backward,
+    g: &Tensor,
+    inputs: &[Tensor],
+) -> Result<Vec<Option<Tensor>>> {
+    let complex = g.dtype().is_complex() || inputs.iter().any(|x| x.dtype().is_complex());
+    if !complex || !op.holomorphic() {
+        return op.backward(g, inputs);
+    }
+    op.backward(&g.conj()?, inputs)?
+        .into_iter()
+        .map(|gx| gx.map(|t| t.conj()).transpose())
+        .collect()
 }

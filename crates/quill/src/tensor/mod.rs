@@ -45,6 +45,15 @@ pub(crate) enum GradFn {
 pub(crate) trait Backward {
     fn name(&self) -> &'static str;
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+    /// Whether the op is holomorphic in its complex inputs (every op but abs and the complex
+    /// parts): its `backward` is then written as for reals, g times the derivative, and the
+    /// engine turns that into PyTorch's convention for complex values (the gradient with
+    /// respect to z = x + iy is dL/dx + i dL/dy) by running it on conj(g) and conjugating
+    /// what it returns: g · conj(f'(z)). Non-holomorphic ops return false and give that
+    /// convention themselves.
+    fn holomorphic(&self) -> bool {
+        true
+    }
     /// The op defined outside quill behind this backward, if it is one.
     fn custom(&self) -> Option<Rc<dyn CustomOp>> {
         None
@@ -132,7 +141,7 @@ impl Tensor {
     /// some input requires them, else a constant.
     pub(crate) fn make(data: NDArray, inputs: &[&Tensor], op: impl Backward + 'static) -> Tensor {
         let record = mode::is_grad_enabled()
-            && data.dtype().is_float()
+            && (data.dtype().is_float() || data.dtype().is_complex())
             && inputs.iter().any(|t| t.requires_grad());
         if !record {
             return Tensor::new(data);
@@ -350,11 +359,11 @@ impl Tensor {
 }
 
 fn check_float(op: &'static str, data: &NDArray, requires_grad: bool) -> Result<()> {
-    if requires_grad && !data.dtype().is_float() {
+    if requires_grad && !(data.dtype().is_float() || data.dtype().is_complex()) {
         return Err(Error::InvalidArgument {
             op,
             msg: format!(
-                "only floating-point tensors can require gradients, got {}; cast with astype first",
+                "only floating-point and complex tensors can require gradients, got {}; cast with astype first",
                 data.dtype()
             ),
         });

@@ -19,8 +19,13 @@ impl Tensor {
         let m = self.mean(axes, true)?;
         let d = self.sub(&m)?;
         let n = reduced_count(self.shape(), axes);
-        d.square()?
-            .sum(axes, keepdims)?
+        // |d|^2 for complex values (d times its conjugate, made real), NumPy's definition.
+        let sq = if d.dtype().is_complex() {
+            d.mul(&d.conj()?)?.real()?
+        } else {
+            d.square()?
+        };
+        sq.sum(axes, keepdims)?
             .div_scalar(n.saturating_sub(ddof) as f64)
     }
 

@@ -29,11 +29,23 @@ impl Backward for Unary {
     fn name(&self) -> &'static str {
         "UnaryBackward"
     }
+    /// abs is not: its backward, g times sign(z) = z / |z|, is already PyTorch's complex form.
+    fn holomorphic(&self) -> bool {
+        self.op != UnaryOp::Abs
+    }
     fn backward(&self, g: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
         use UnaryOp::*;
         let x = &inputs[0];
         let gx = match self.op {
             Neg => g.neg()?,
+            // Complex: g sgn(z) = g z / |z| (0 at 0), in Tensor ops so that it differentiates
+            // again (sgn is not locally constant off the real line).
+            Abs if x.dtype().is_complex() => {
+                let r = x.abs()?;
+                let at_zero = Tensor::new(r.array().eq_scalar(0.0)?.astype(r.dtype())?);
+                let sgn = x.div(&r.add(&at_zero)?.astype(x.dtype())?)?;
+                g.astype(x.dtype())?.mul(&sgn)?
+            }
             Abs => mul_mask(g, &x.array().sign()?)?,
             Sign | Floor | Ceil | Round | Trunc => g.zeros_like()?,
             Exp => g.mul(&self.out(x)?)?,
@@ -251,7 +263,10 @@ impl Tensor {
         reversed: bool,
     ) -> Result<Tensor> {
         let value = value.into();
-        if !self.dtype().is_float() || !self.requires_grad() || !is_grad_enabled() {
+        if !(self.dtype().is_float() || self.dtype().is_complex())
+            || !self.requires_grad()
+            || !is_grad_enabled()
+        {
             return Ok(Tensor::new(
                 self.array().binary_scalar(op, value, reversed)?,
             ));

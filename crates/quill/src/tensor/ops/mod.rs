@@ -2,6 +2,7 @@
 //! `Backward` side by side, grouped by kind; plus the helpers every backward needs.
 
 mod attention;
+mod complex;
 mod composite;
 mod conv;
 mod conv2d;
