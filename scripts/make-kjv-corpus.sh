@@ -11,14 +11,26 @@ command -v bible >/dev/null || { echo "install Debian's bible-kjv first" >&2; ex
 out=data/kjv
 mkdir -p "$out"
 echo "reading Gen 1:1 - Rev 22:21 from bible-kjv and splitting it by chapter ..."
-bible -l0 -m 16384 "Gen1:1-Rev22:21" | awk -v out="$out" '
+# On a terminal a bar over the 1,189 chapters (redrawn in place on stderr); plain lines otherwise.
+bar=0
+[ -t 2 ] && bar=1
+bible -l0 -m 16384 "Gen1:1-Rev22:21" | awk -v out="$out" -v bar="$bar" '
     /^$/ { next }
-    /^[^ ]/ { chapter++; next }                       # "Genesis 1": a chapter heading
+    /^[^ ]/ {                                         # "Genesis 1": a chapter heading
+        chapter++
+        if (bar) {
+            done = int(40 * chapter / 1189)
+            line = sprintf("%" done "s", ""); gsub(/ /, "#", line)
+            printf "\r  [%-40s] chapter %d/1189", line, chapter > "/dev/stderr"
+        }
+        next
+    }
     {
         sub(/^ *[0-9]+ /, "")                         # the verse number
         f = (chapter % 20 == 18) ? "valid" : (chapter % 20 == 19) ? "test" : "train"
         print > (out "/" f ".txt")
-    }'
+    }
+    END { if (bar) printf "\n" > "/dev/stderr" }'
 for f in train valid test; do
     echo "  $out/$f.txt: $(wc -l < "$out/$f.txt") verses, compressing"
     gzip -9 -n -f "$out/$f.txt"
