@@ -147,7 +147,13 @@ pub fn from_numpy_like<'py>(obj: &Bound<'py, PyAny>, dtype: Option<DType>) -> Py
         let to = match (kind.as_str(), name.as_str(), is_ndarray) {
             ("f", "float64", false) => Some("float32"),
             ("f", "float32" | "float64" | "float16", _) => None,
-            ("f", _, _) => Some("float64"),
+            // float128 (longdouble) would lose digits silently: say so, and how to opt in.
+            ("f", _, _) => {
+                return Err(PyTypeError::new_err(format!(
+                    "cannot make a quill array from NumPy dtype {name}: quill's widest float is \
+                     float64; convert with .astype('float64') first if its precision is enough"
+                )))
+            }
             // Python complex numbers as complex64, as Python floats become float32.
             ("c", "complex128", false) => Some("complex64"),
             ("c", "complex64" | "complex128", _) => None,
