@@ -1,20 +1,31 @@
 //! `DistributedDataParallel`: wraps a `Module` so that N ranks train one model. At construction
 //! every parameter and buffer is broadcast from rank 0 (all ranks start equal); in each backward
-//! pass, a post-accumulate hook on every parameter copies its gradient into a bucket, and when a
-//! bucket is complete (and every bucket before it has been launched, so all ranks launch the same
-//! all-reduces in the same order) it goes to a communication thread that averages it across the
-//! ranks while backward goes on producing the next gradients. `finish_gradient_sync` (called by
-//! [`DistributedDataParallel::backward`]) launches what is left, waits, and writes the averaged
-//! gradients back, so `optimizer.step()` sees the same gradients on every rank: the gradient of
-//! the mean loss over the union of the ranks' batches.
+//! pass, a post-accumulate hook on every parameter marks its gradient ready, and when a bucket's
+//! parameters are all ready (and every bucket before it has been launched, so all ranks launch
+//! the same all-reduces in the same order) their gradients are copied into the bucket and it goes
+//! to a communication thread that averages it across the ranks while backward goes on producing
+//! the next gradients. `finish_gradient_sync` (called by [`DistributedDataParallel::backward`])
+//! launches what is left, waits, and writes the averaged gradients back, so `optimizer.step()`
+//! sees the same gradients on every rank: the gradient of the mean loss over the union of the
+//! ranks' batches.
+//!
+//! Gradient accumulation (PyTorch's `no_sync`): backward passes run while a
+//! [`DistributedDataParallel::no_sync`] guard lives only accumulate into each parameter's local
+//! `grad()` (the hooks do nothing, no collective runs); the next backward outside it all-reduces
+//! what has accumulated. After k micro-batches (k - 1 under `no_sync`, the last one synced)
+//! every rank holds the average over the ranks of its k-micro-batch sum; a loss scaled by each
+//! micro-batch's share of the step's samples (1 / k for equal micro-batches) then gives the
+//! gradient of the k-times larger batch, up to float rounding. Buffer broadcasts before a
+//! training forward still happen under `no_sync`, as in PyTorch.
 //!
 //! Buckets hold parameters in reverse registration order (backward produces the last layers'
 //! gradients first), up to `bucket_elems` f32 each. Gradients travel as f32 whatever the
-//! parameters' dtype. A parameter that got no gradient on this rank contributes zeros, and after
-//! the sync every parameter has a gradient. In training mode the buffers (BatchNorm running
-//! statistics) are broadcast from rank 0 before each forward, as PyTorch's `broadcast_buffers`;
-//! batch statistics stay per rank (no SyncBatchNorm), so a model with BatchNorm matches the
-//! single-process run only approximately.
+//! parameters' dtype. A parameter that got no gradient in the synchronised backward contributes
+//! whatever it accumulated before (under `no_sync`), or zeros, and after the sync every parameter
+//! has a gradient. In training mode the buffers (BatchNorm running statistics) are broadcast from
+//! rank 0 before each forward, as PyTorch's `broadcast_buffers`; batch statistics stay per rank
+//! (no SyncBatchNorm), so a model with BatchNorm matches the single-process run only
+//! approximately.
 
 use crate::communicator::{Communicator, ReduceOp};
 use crate::error::{DistError, Result};
@@ -59,11 +70,10 @@ struct SyncState {
     rank: usize,
     params: Vec<Tensor>,
     buckets: Vec<Bucket>,
-    /// (bucket, offset) of each parameter.
-    place: Vec<(usize, usize)>,
+    /// The bucket of each parameter.
+    place: Vec<usize>,
     ready: Vec<bool>,
     missing: Vec<usize>,
-    data: Vec<Option<Vec<f32>>>,
     /// Buckets handed to the communication thread this step (always a prefix).
     launched: usize,
     to_comm: Sender<(usize, Vec<f32>)>,
@@ -77,31 +87,44 @@ impl SyncState {
                 rank: self.rank,
                 msg: format!(
                     "parameter {i} got a second gradient before the gradients were synchronised: \
-                     call ddp.backward(loss) (or finish_gradient_sync) once per backward"
+                     call ddp.backward(loss) (or finish_gradient_sync) once per backward, and run \
+                     the backward passes that only accumulate under ddp.no_sync()"
                 ),
             });
         }
-        let (b, off) = self.place[i];
-        let g = self.params[i].grad().ok_or_else(|| DistError::Backend {
-            op: OP,
-            rank: self.rank,
-            msg: format!("parameter {i}'s hook ran without a gradient"),
-        })?;
-        let v = f32_vec(g.array())?;
-        let len = self.buckets[b].len;
-        self.data[b].get_or_insert_with(|| vec![0.0; len])[off..off + v.len()].copy_from_slice(&v);
+        if self.params[i].grad().is_none() {
+            return Err(DistError::Backend {
+                op: OP,
+                rank: self.rank,
+                msg: format!("parameter {i}'s hook ran without a gradient"),
+            });
+        }
+        let b = self.place[i];
         self.ready[i] = true;
         self.missing[b] -= 1;
         self.launch(false)
     }
 
+    /// The bucket `b` as one f32 buffer: each member's current gradient (what this backward
+    /// produced plus what accumulated before it), zeros for a member without one.
+    fn gather(&self, b: usize) -> Result<Vec<f32>> {
+        let bucket = &self.buckets[b];
+        let mut data = vec![0.0f32; bucket.len];
+        for &(i, off) in &bucket.members {
+            if let Some(g) = self.params[i].grad() {
+                let v = f32_vec(g.array())?;
+                data[off..off + v.len()].copy_from_slice(&v);
+            }
+        }
+        Ok(data)
+    }
+
     /// Hands every complete bucket after the launched prefix to the communication thread (all of
-    /// them, filling missing gradients with zeros, when `all`).
+    /// them, whatever their members' readiness, when `all`).
     fn launch(&mut self, all: bool) -> Result<()> {
         while self.launched < self.buckets.len() && (all || self.missing[self.launched] == 0) {
             let b = self.launched;
-            let len = self.buckets[b].len;
-            let data = self.data[b].take().unwrap_or_else(|| vec![0.0; len]);
+            let data = self.gather(b)?;
             self.to_comm
                 .send((b, data))
                 .map_err(|_| DistError::Backend {
@@ -133,6 +156,23 @@ pub struct DistributedDataParallel<M: Module> {
     hooks: Vec<(Tensor, u64)>,
     worker: Option<JoinHandle<()>>,
     training: Cell<bool>,
+    /// False while a [`NoSync`] guard lives: backward passes only accumulate locally.
+    sync: Rc<Cell<bool>>,
+}
+
+/// The scope of [`DistributedDataParallel::no_sync`]: while it lives, backward passes through
+/// the wrapped module accumulate gradients locally without any communication; dropping it
+/// restores the mode it found (guards nest).
+#[must_use = "no_sync lasts as long as the guard: bind it with `let _g = ddp.no_sync();`"]
+pub struct NoSync<'a> {
+    sync: &'a Cell<bool>,
+    prev: bool,
+}
+
+impl Drop for NoSync<'_> {
+    fn drop(&mut self) {
+        self.sync.set(self.prev);
+    }
 }
 
 impl<M: Module> DistributedDataParallel<M> {
@@ -161,7 +201,7 @@ impl<M: Module> DistributedDataParallel<M> {
         broadcast_tensors(comm.as_ref(), &everything)?;
 
         let mut buckets: Vec<Bucket> = Vec::new();
-        let mut place = vec![(0, 0); params.len()];
+        let mut place = vec![0; params.len()];
         for i in (0..params.len()).rev() {
             let n = params[i].numel();
             let fits = buckets
@@ -175,7 +215,7 @@ impl<M: Module> DistributedDataParallel<M> {
             }
             let b = buckets.len() - 1;
             let bucket = &mut buckets[b];
-            place[i] = (b, bucket.len);
+            place[i] = b;
             bucket.members.push((i, bucket.len));
             bucket.len += n;
         }
@@ -200,7 +240,6 @@ impl<M: Module> DistributedDataParallel<M> {
         let missing = buckets.iter().map(|b| b.members.len()).collect();
         let state = Rc::new(RefCell::new(SyncState {
             rank,
-            data: buckets.iter().map(|_| None).collect(),
             ready: vec![false; params.len()],
             params: params.clone(),
             buckets,
@@ -209,12 +248,18 @@ impl<M: Module> DistributedDataParallel<M> {
             launched: 0,
             to_comm,
         }));
+        let sync = Rc::new(Cell::new(true));
         let hooks = params
             .iter()
             .enumerate()
             .map(|(i, p)| {
                 let st = state.clone();
+                let syncing = sync.clone();
                 let hook: GradHook = Rc::new(move |_p: &Tensor| {
+                    if !syncing.get() {
+                        // Under no_sync: the gradient stays in grad(), summed with the next.
+                        return Ok(());
+                    }
                     st.borrow_mut()
                         .on_grad(i)
                         .map_err(|e| quill::Error::InvalidArgument {
@@ -234,6 +279,7 @@ impl<M: Module> DistributedDataParallel<M> {
             hooks,
             worker: Some(worker),
             training: Cell::new(true),
+            sync,
         })
     }
 
@@ -252,9 +298,56 @@ impl<M: Module> DistributedDataParallel<M> {
         self.state.borrow().buckets.len()
     }
 
+    /// PyTorch's `ddp.no_sync()`: until the returned guard is dropped, backward passes only
+    /// accumulate gradients into each parameter's `grad()` on this rank, with no communication
+    /// ([`backward`](Self::backward) is then plain `loss.backward()`); the first synchronised
+    /// backward after it averages the accumulated gradients across the ranks. Every rank must run
+    /// the same number of backward passes under it, so that all join the same all-reduces.
+    ///
+    /// Gradient accumulation over k micro-batches, the last one synchronised:
+    ///
+    /// ```no_run
+    /// # use quill::tensor::Tensor;
+    /// # fn step(ddp: &quill_dist::DistributedDataParallel<quill::nn::Linear>,
+    /// #         losses: &[Tensor]) -> quill_dist::Result<()> {
+    /// let k = losses.len();
+    /// for (j, loss) in losses.iter().enumerate() {
+    ///     // Each micro-batch's mean loss weighs 1 / k of the step's.
+    ///     let scaled = loss.mul_scalar(1.0 / k as f64)?;
+    ///     if j + 1 < k {
+    ///         let _g = ddp.no_sync();
+    ///         ddp.backward(&scaled)?; // local only
+    ///     } else {
+    ///         ddp.backward(&scaled)?; // all-reduces the k-micro-batch sums
+    ///     }
+    /// }
+    /// // optimizer.step() here, then zero_grad before the next step.
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Run a backward under `no_sync` only when no synchronised backward is half done (a plain
+    /// `loss.backward()` outside it whose [`finish_gradient_sync`](Self::finish_gradient_sync)
+    /// has not run yet).
+    pub fn no_sync(&self) -> NoSync<'_> {
+        NoSync {
+            sync: &self.sync,
+            prev: self.sync.replace(false),
+        }
+    }
+
+    /// Whether the next backward pass all-reduces the gradients (false inside
+    /// [`no_sync`](Self::no_sync)).
+    pub fn syncs_gradients(&self) -> bool {
+        self.sync.get()
+    }
+
     /// `loss.backward()` (which launches buckets as gradients appear) followed by
-    /// [`finish_gradient_sync`](Self::finish_gradient_sync).
+    /// [`finish_gradient_sync`](Self::finish_gradient_sync); inside
+    /// [`no_sync`](Self::no_sync), only `loss.backward()` (the gradients accumulate locally).
     pub fn backward(&self, loss: &Tensor) -> Result<()> {
+        if !self.sync.get() {
+            return loss.backward().map_err(Into::into);
+        }
         if let Err(e) = loss.backward() {
             // Keep the step state consistent for the caller's next attempt.
             let _ = self.finish_gradient_sync();
@@ -263,9 +356,10 @@ impl<M: Module> DistributedDataParallel<M> {
         self.finish_gradient_sync()
     }
 
-    /// Launches the buckets backward did not complete (zeros for parameters without a
-    /// gradient), waits for every all-reduce, and writes the averaged gradients into the
-    /// parameters' `grad()`. Resets the step state.
+    /// Launches the buckets backward did not complete (each parameter's accumulated gradient,
+    /// zeros for one without a gradient), waits for every all-reduce, and writes the averaged
+    /// gradients into the parameters' `grad()`. Resets the step state. It synchronises even
+    /// inside [`no_sync`](Self::no_sync): calling it is asking for the collective.
     pub fn finish_gradient_sync(&self) -> Result<()> {
         let mut st = self.state.borrow_mut();
         st.launch(true)?;
@@ -292,7 +386,6 @@ impl<M: Module> DistributedDataParallel<M> {
         st.ready.iter_mut().for_each(|r| *r = false);
         let counts: Vec<usize> = st.buckets.iter().map(|b| b.members.len()).collect();
         st.missing = counts;
-        st.data.iter_mut().for_each(|d| *d = None);
         first_err.map_or(Ok(()), Err)
     }
 

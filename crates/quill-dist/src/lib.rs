@@ -9,7 +9,9 @@
 //!   the GPU and back around each collective).
 //! - [`DistributedDataParallel`]: parameters and buffers broadcast from rank 0, gradients
 //!   averaged in buckets launched from a post-accumulate gradient hook while backward runs
-//!   (`quill::Tensor::register_post_accumulate_grad_hook`), on a communication thread.
+//!   (`quill::Tensor::register_post_accumulate_grad_hook`), on a communication thread;
+//!   [`DistributedDataParallel::no_sync`] accumulates gradients over several backward passes
+//!   before one all-reduce (gradient accumulation, as PyTorch's `no_sync`).
 //! - [`DistributedSampler`] and [`Shard`]: disjoint per-rank shards reshuffled each epoch from a
 //!   shared seed, padded as PyTorch's sampler.
 //!
@@ -31,7 +33,7 @@ mod sampler;
 mod threads;
 
 pub use communicator::{default_timeout, Communicator, ReduceOp};
-pub use ddp::{broadcast_tensors, DdpOptions, DistributedDataParallel};
+pub use ddp::{broadcast_tensors, DdpOptions, DistributedDataParallel, NoSync};
 pub use error::{DistError, Result};
 pub use local::Local;
 #[cfg(feature = "mpi")]

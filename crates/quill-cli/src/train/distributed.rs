@@ -1,8 +1,11 @@
 //! `quill train --distributed`: the MNIST job trained by every rank of an MPI job
 //! (`mpirun -np N quill train --distributed ...`) through quill-dist's
-//! `DistributedDataParallel`. Each rank trains on its `DistributedSampler` shard with batch
+//! `DistributedDataParallel` (the language-model job's distributed form is in `lm.rs`, which
+//! shares `run`). Each rank trains on its `DistributedSampler` shard with batch
 //! `--batch-size / N`, so the global batch, the steps per epoch and the learning-rate schedule are
 //! those of the single-process run; the test set is split across the ranks and the metrics summed.
+//! With `--grad-accum K` each rank's batch is K micro-batches of `--batch-size / (N K)`, the first
+//! K - 1 backward passes under `no_sync`, the last one all-reducing the accumulated gradients.
 //! Rank 0 alone prints, draws the progress bar, and writes the CSV, the plot and the (atomic)
 //! checkpoint; every rank reads the checkpoint on `--resume`, which therefore works with any
 //! number of ranks. A collective that waits past `QUILL_DIST_TIMEOUT` seconds (default 60) ends
@@ -44,7 +47,11 @@ pub fn run(mut o: Options) -> Result<(), String> {
         }
     };
     let c = comm.clone();
-    match quill::in_pool(move || train(o, c.clone())) {
+    let job = move || match o.task {
+        super::options::Task::Lm => super::lm::run(o, Some(c.clone())),
+        super::options::Task::Mnist => train(o, c.clone()),
+    };
+    match quill::in_pool(job) {
         Ok(()) => Ok(()),
         Err(e) => {
             let msg = format!("rank {} of {}: {e}", comm.rank(), comm.world_size());
@@ -81,8 +88,50 @@ fn nccl(_o: &mut Options, _mpi: Arc<dyn Communicator>) -> Result<Arc<dyn Communi
     Err("--dist-backend nccl needs a build with `--features nccl`".into())
 }
 
-fn d<T>(r: quill_dist::Result<T>) -> Result<T, String> {
+/// A quill-dist error as the CLI's error string.
+pub(super) fn d<T>(r: quill_dist::Result<T>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
+}
+
+/// Sums `values` over the ranks exactly in f64 (each travels as two f32, its value and the
+/// remainder, and every rank adds them up in rank order), so the totals are those one process
+/// would have summed, up to the order of the f64 additions.
+pub(super) fn sum_f64_over_ranks(
+    comm: &dyn Communicator,
+    values: &[f64],
+) -> Result<Vec<f64>, String> {
+    if comm.world_size() == 1 {
+        return Ok(values.to_vec());
+    }
+    let split: Vec<f32> = values
+        .iter()
+        .flat_map(|&x| {
+            let hi = x as f32;
+            [hi, (x - f64::from(hi)) as f32]
+        })
+        .collect();
+    let all = d(comm.all_gather(&split))?;
+    let mut sums = vec![0.0f64; values.len()];
+    for rank in all.chunks(split.len().max(1)) {
+        for (s, pair) in sums.iter_mut().zip(rank.chunks(2)) {
+            *s += f64::from(pair[0]) + f64::from(pair[1]);
+        }
+    }
+    Ok(sums)
+}
+
+/// The batch split, as the setup line says it: "BATCH = N ranks x B", or with `--grad-accum K`
+/// "BATCH = N ranks x K micro-batches x B/K".
+pub(super) fn batch_split(o: &Options, world: usize) -> String {
+    let local = o.batch_size / world;
+    match o.grad_accum {
+        1 => format!("{} = {world} ranks x {local}", o.batch_size),
+        k => format!(
+            "{} = {world} ranks x {k} micro-batches x {}",
+            o.batch_size,
+            local / k
+        ),
+    }
 }
 
 /// Sums `values` over the ranks.
@@ -92,17 +141,30 @@ fn sum_over_ranks(comm: &dyn Communicator, values: &[f64]) -> Result<Vec<f64>, S
     Ok(v.into_iter().map(f64::from).collect())
 }
 
+/// Fails unless `--batch-size` splits into `world` ranks times `--grad-accum` micro-batches.
+pub(super) fn check_batch(o: &Options, world: usize) -> Result<(), String> {
+    if !o.batch_size.is_multiple_of(world * o.grad_accum) {
+        let accum = match o.grad_accum {
+            1 => String::new(),
+            k => format!(" times --grad-accum {k}"),
+        };
+        return Err(format!(
+            "--batch-size {} is not a multiple of the {world} ranks{accum} (each rank takes batch / ranks{})",
+            o.batch_size,
+            if o.grad_accum == 1 { "" } else { ", in micro-batches of batch / (ranks x grad-accum)" }
+        ));
+    }
+    Ok(())
+}
+
+/// The MNIST job on `comm`'s ranks (see the module doc).
 pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     let t0 = Instant::now();
     let (rank, world) = (comm.rank(), comm.world_size());
     let lead = rank == 0;
-    if !o.batch_size.is_multiple_of(world) {
-        return Err(format!(
-            "--batch-size {} is not a multiple of the {world} ranks (each rank takes batch / ranks)",
-            o.batch_size
-        ));
-    }
+    check_batch(&o, world)?;
     let local_batch = o.batch_size / world;
+    let micro_batch = local_batch / o.grad_accum;
     let norm = || Normalize::new(&[super::MNIST_MEAN as f32], &[super::MNIST_STD as f32]);
     let train_ds: Arc<dyn Dataset> = Arc::new(limit(
         q(q(Mnist::load(&o.data, true))?.into_dataset())?,
@@ -120,7 +182,11 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     ))?
     .transform(q(norm())?);
     let sampler = d(DistributedSampler::new(train_ds.len(), world, rank))?.seed(o.seed);
-    let steps_per_epoch = sampler.num_samples().div_ceil(local_batch);
+    // The same count as steps_per_epoch(loader, accum) of each epoch's loader below.
+    let steps_per_epoch = sampler
+        .num_samples()
+        .div_ceil(micro_batch)
+        .div_ceil(o.grad_accum);
 
     let model = build_model(&o)?;
     q(model.to_device(o.device))?;
@@ -161,14 +227,14 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
             "setup",
             || {
                 format!(
-                "training {} ({params} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} = {world} ranks x {local_batch} over {}, {} threads per rank; data loaded in {:.1} s",
+                "training {} ({params} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} over {}, {} threads per rank; data loaded in {:.1} s",
                 o.model,
                 o.data.display(),
                 train_ds.len(),
                 test_ds.len(),
                 o.optimizer,
                 o.lr(),
-                o.batch_size,
+                batch_split(&o, world),
                 comm.backend(),
                 rayon::current_num_threads(),
                 t0.elapsed().as_secs_f64()
@@ -178,20 +244,32 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
                 "task": "mnist", "model": o.model, "parameters": params, "data": report::path(&o.data),
                 "train_samples": train_ds.len(), "test_samples": test_ds.len(),
                 "optimizer": o.optimizer, "lr": o.lr(), "batch_size": o.batch_size,
-                "ranks": world, "backend": comm.backend().to_string(), "epochs": o.epochs,
+                "grad_accum": o.grad_accum, "micro_batch": micro_batch,
+                "steps_per_epoch": steps_per_epoch, "ranks": world, "backend": comm.backend().to_string(), "epochs": o.epochs,
                 "threads": rayon::current_num_threads(),
             }),
         );
     }
-    let backward = |l: &quill::tensor::Tensor| d(ddp.backward(l));
+    let backward = |l: &quill::tensor::Tensor, sync: bool| {
+        if sync {
+            d(ddp.backward(l))
+        } else {
+            let _local = ddp.no_sync();
+            d(ddp.backward(l))
+        }
+    };
     for epoch in start + 1..=o.epochs {
         let shard = d(Shard::new(
             train_ds.clone(),
             sampler.indices(epoch as u64 - 1),
         ))?;
-        let loader = q(DataLoader::new(shard, local_batch))?
+        let loader = q(DataLoader::new(shard, micro_batch))?
             .seed(o.seed)
             .transform(q(norm())?);
+        debug_assert_eq!(
+            super::steps_per_epoch(&loader, o.grad_accum),
+            steps_per_epoch
+        );
         let bar = if lead {
             report::bar(loader.len() as u64, format!("epoch {epoch}/{}", o.epochs))
         } else {
@@ -205,6 +283,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
             epoch,
             schedule.as_ref().map(|s| s as &dyn LrSchedule),
             &bar,
+            o.grad_accum,
             &backward,
         )?;
         bar.finish_and_clear();

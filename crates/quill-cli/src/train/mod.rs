@@ -122,13 +122,24 @@ pub fn train_epoch(
     schedule: Option<&dyn LrSchedule>,
     bar: &ProgressBar,
 ) -> Result<(f64, usize, usize), String> {
-    train_epoch_with(model, opt, loader, epoch, schedule, bar, &|l| {
+    train_epoch_with(model, opt, loader, epoch, schedule, bar, 1, &|l, _| {
         q(l.backward())
     })
 }
 
+/// Optimizer steps in an epoch of `loader` whose batches are micro-batches, `accum` per step.
+pub(crate) fn steps_per_epoch(loader: &DataLoader, accum: usize) -> usize {
+    loader.len().div_ceil(accum)
+}
+
 /// `train_epoch` with the backward pass given (data-parallel training averages the gradients
-/// across ranks in it).
+/// across ranks in it) and gradient accumulation: `loader`'s batches are micro-batches, `accum`
+/// of them (fewer at the end of an epoch) make one optimizer step. Each micro-batch's mean loss
+/// is weighted by its share of the step's samples before `backward(loss, sync)`, so the summed
+/// gradient is that of the step's mean loss (the batch of `accum` micro-batches, up to float
+/// rounding, for a model without batch statistics or dropout); `sync` is true for the step's
+/// last micro-batch only (the one whose backward may communicate).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn train_epoch_with(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
@@ -136,25 +147,41 @@ pub(crate) fn train_epoch_with(
     epoch: usize,
     schedule: Option<&dyn LrSchedule>,
     bar: &ProgressBar,
-    backward: &dyn Fn(&Tensor) -> Result<(), String>,
+    accum: usize,
+    backward: &dyn Fn(&Tensor, bool) -> Result<(), String>,
 ) -> Result<(f64, usize, usize), String> {
     let t = Instant::now();
     let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
     model.train();
-    let first_step = (epoch - 1) * loader.len();
+    let accum = accum.max(1);
+    let first_step = (epoch - 1) * steps_per_epoch(loader, accum);
+    let (micro_batches, samples) = (loader.len(), loader.dataset().len());
+    let step_samples = loader.batch_size() * accum;
     let dev = device_of(model);
     for (i, batch) in loader.epoch(epoch as u64 - 1).enumerate() {
-        if let Some(sc) = schedule {
-            apply_schedule(opt, sc, first_step + i);
+        let (step, j) = (i / accum, i % accum);
+        let last = j + 1 == accum || i + 1 == micro_batches;
+        if j == 0 {
+            if let Some(sc) = schedule {
+                apply_schedule(opt, sc, first_step + step);
+            }
+            opt.zero_grad();
         }
         let (x, y) = q(batch)?;
         let (x, y) = (q(x.to_device(dev))?, q(y.to_device(dev))?);
         let logits = q(model.forward(&Tensor::new(x)))?;
         let loss = q(cross_entropy(&logits, &y, 0.0, Reduction::Mean))?;
-        opt.zero_grad();
-        backward(&loss)?;
-        q(opt.step())?;
         let n = y.numel();
+        if accum == 1 {
+            backward(&loss, true)?;
+        } else {
+            // This step's samples: a whole step, or what the epoch has left.
+            let in_step = step_samples.min(samples - step * step_samples);
+            backward(&q(loss.mul_scalar(n as f64 / in_step as f64))?, last)?;
+        }
+        if last {
+            q(opt.step())?;
+        }
         loss_sum += q(loss.item())? * n as f64;
         correct += count_correct(&logits, &y)?;
         seen += n;
@@ -208,13 +235,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("--checkpoint: cannot create {}: {e}", dir.display()))?;
     }
     if o.distributed {
-        if o.task != Task::Mnist {
-            return Err("--distributed trains the mnist task only for now".into());
-        }
         return distributed::run(o);
     }
     match o.task {
-        Task::Lm => quill::in_pool(move || lm::run(o)),
+        Task::Lm => quill::in_pool(move || lm::run(o, None)),
         Task::Mnist => quill::in_pool(move || train(o)),
     }
 }
@@ -254,6 +278,15 @@ pub(super) fn report_epoch(o: &Options, row: Row, rows: &mut Vec<Row>, suffix: &
         row.json(),
     );
     rows.push(row);
+}
+
+/// " accumulated over N micro-batches" after the batch size when `--grad-accum` N is above 1,
+/// else nothing.
+pub(super) fn accum_note(o: &Options) -> String {
+    match o.grad_accum {
+        1 => String::new(),
+        n => format!(" accumulated over {n} micro-batches"),
+    }
 }
 
 /// The plot's labels for the image job.
@@ -307,7 +340,9 @@ fn train(o: Options) -> Result<(), String> {
             ));
         }
     }
-    let loader = q(DataLoader::new(train_ds, o.batch_size))?
+    // With --grad-accum N the loader yields micro-batches of batch / N; the shuffled order is the
+    // same whatever the batch size, so N consecutive micro-batches make up one --batch-size batch.
+    let loader = q(DataLoader::new(train_ds, o.batch_size / o.grad_accum))?
         .shuffle(true)
         .seed(o.seed)
         .transform(q(norm())?);
@@ -321,7 +356,7 @@ fn train(o: Options) -> Result<(), String> {
     let schedule = match o.schedule.as_str() {
         "cosine" => Some(q(CosineLr::new(
             o.lr(),
-            total_steps(&o, loader.len())?,
+            total_steps(&o, steps_per_epoch(&loader, o.grad_accum))?,
             0.0,
         ))?),
         _ => None,
@@ -340,12 +375,13 @@ fn train(o: Options) -> Result<(), String> {
         "setup",
         || {
             format!(
-            "training {} ({params} parameters) on {} ({n_train} train / {n_test} test samples) with {}, lr {}, batch {}, {} threads; data loaded in {:.1} s",
+            "training {} ({params} parameters) on {} ({n_train} train / {n_test} test samples) with {}, lr {}, batch {}{}, {} threads; data loaded in {:.1} s",
             o.model,
             o.data.display(),
             o.optimizer,
             o.lr(),
             o.batch_size,
+            accum_note(&o),
             rayon::current_num_threads(),
             t0.elapsed().as_secs_f64()
         )
@@ -353,20 +389,24 @@ fn train(o: Options) -> Result<(), String> {
         serde_json::json!({
             "task": "mnist", "model": o.model, "parameters": params, "data": report::path(&o.data),
             "train_samples": n_train, "test_samples": n_test, "optimizer": o.optimizer,
-            "lr": o.lr(), "batch_size": o.batch_size, "epochs": o.epochs,
+            "lr": o.lr(), "batch_size": o.batch_size, "grad_accum": o.grad_accum,
+            "micro_batch": loader.batch_size(),
+            "steps_per_epoch": steps_per_epoch(&loader, o.grad_accum), "epochs": o.epochs,
             "threads": rayon::current_num_threads(),
         }),
     );
     for epoch in start + 1..=o.epochs {
         let bar = report::bar(loader.len() as u64, format!("epoch {epoch}/{}", o.epochs));
         let t = Instant::now();
-        let (loss_sum, correct, seen) = train_epoch(
+        let (loss_sum, correct, seen) = train_epoch_with(
             &model,
             opt.as_mut(),
             &loader,
             epoch,
             schedule.as_ref().map(|s| s as &dyn LrSchedule),
             &bar,
+            o.grad_accum,
+            &|l, _| q(l.backward()),
         )?;
         bar.finish_and_clear();
         let secs = t.elapsed().as_secs_f64();

@@ -11,6 +11,9 @@ pub const USAGE: &str = "usage: quill [train] [options]
                            lm: lstm|gru|rnn|transformer (default lstm)
   --epochs N               epochs, 1 to 1000000 (default 8; lm: 2)
   --batch-size N           batch size (default 128; lm: 32 parallel streams)
+  --grad-accum N           accumulate gradients over N micro-batches of BATCH/N (with
+                           --distributed, BATCH/(ranks*N) per rank) before each optimizer
+                           step, so the step's batch stays --batch-size (default 1)
   --lr X                   learning rate (default 0.001 for adam/adamw, 0.05 for sgd;
                            lm: 0.002 / 1.0)
   --optimizer adam|adamw|sgd   optimizer (default adam; sgd uses momentum 0.9, nesterov)
@@ -32,7 +35,8 @@ pub const USAGE: &str = "usage: quill [train] [options]
                            `mpirun -np N quill train --distributed ...` (needs a build with
                            `--features mpi`); each rank trains on its shard with batch
                            BATCH/N, so the global batch stays --batch-size; rank 0 prints,
-                           writes the CSV, plots and checkpoints (mnist task)
+                           writes the CSV, plots and checkpoints (both tasks; lm: each rank
+                           trains its own BATCH/N of the parallel streams)
   --dist-backend mpi|nccl  how gradients travel with --distributed (default mpi; nccl needs a
                            build with `--features nccl`, one GPU per rank, and bootstraps over
                            MPI; with --device cuda each rank takes its node-local GPU)
@@ -66,6 +70,8 @@ pub struct Options {
     pub model: String,
     pub epochs: usize,
     pub batch_size: usize,
+    /// `--grad-accum`: micro-batches per optimizer step (1: no accumulation).
+    pub grad_accum: usize,
     pub lr: Option<f64>,
     pub optimizer: String,
     pub schedule: String,
@@ -98,6 +104,7 @@ impl Default for Options {
             model: "mlp".into(),
             epochs: 8,
             batch_size: 128,
+            grad_accum: 1,
             lr: None,
             optimizer: "adam".into(),
             schedule: "cosine".into(),
@@ -181,6 +188,7 @@ impl Options {
                     epochs = Some(n);
                 }
                 "--batch-size" => batch = Some(positive(a, it.next())?),
+                "--grad-accum" => o.grad_accum = positive(a, it.next())?,
                 "--lr" => {
                     let lr: f64 = value(a, it.next(), "a number")?;
                     if !(lr > 0.0 && lr.is_finite()) {
@@ -286,6 +294,13 @@ impl Options {
         }
         o.data = data.unwrap_or_else(|| default_data.into());
         o.batch_size = batch.unwrap_or(default_batch);
+        if !o.batch_size.is_multiple_of(o.grad_accum) {
+            return Err(format!(
+                "--batch-size {} is not a multiple of --grad-accum {} (each step is {} \
+                 micro-batches of batch / {})",
+                o.batch_size, o.grad_accum, o.grad_accum, o.grad_accum
+            ));
+        }
         Ok(o)
     }
 

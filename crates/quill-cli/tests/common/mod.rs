@@ -111,3 +111,66 @@ pub fn csv_figures(dir: &Path) -> Vec<String> {
         .map(|l| l.split(',').take(5).collect::<Vec<_>>().join(","))
         .collect()
 }
+
+/// The float tensors of `dir`/checkpoint.safetensors (model and optimizer state) as f64, by
+/// name.
+pub fn checkpoint_floats(dir: &Path) -> Vec<(String, Vec<f64>)> {
+    let ck = quill::io::load_checkpoint(&dir.join("checkpoint.safetensors")).unwrap();
+    ck.tensors
+        .into_iter()
+        .filter(|(_, a)| a.dtype().is_float())
+        .map(|(name, a)| {
+            let v = a
+                .astype(quill::DType::F64)
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap();
+            (name, v)
+        })
+        .collect()
+}
+
+/// The largest |a - b| / (1 + |a|) over two checkpoints' float tensors, which must have the same
+/// names and sizes; also the number of elements that differ at all.
+pub fn checkpoint_difference(a: &Path, b: &Path) -> (f64, usize) {
+    let (ta, tb) = (checkpoint_floats(a), checkpoint_floats(b));
+    assert_eq!(ta.len(), tb.len(), "{} vs {}", a.display(), b.display());
+    assert!(!ta.is_empty());
+    let (mut worst, mut differ) = (0.0f64, 0usize);
+    for ((na, va), (nb, vb)) in ta.iter().zip(&tb) {
+        assert_eq!(na, nb);
+        assert_eq!(va.len(), vb.len(), "{na}");
+        for (x, y) in va.iter().zip(vb) {
+            worst = worst.max((x - y).abs() / (1.0 + x.abs()));
+            differ += usize::from(x != y);
+        }
+    }
+    (worst, differ)
+}
+
+/// metrics.csv's figures (epoch, train loss and accuracy, held-out loss and accuracy) per
+/// epoch, parsed.
+pub fn csv_numbers(dir: &Path) -> Vec<Vec<f64>> {
+    csv_figures(dir)
+        .iter()
+        .skip(1)
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect()
+}
+
+/// Asserts that two runs' metrics agree within `tol` relative, epoch by epoch.
+pub fn assert_csv_close(a: &Path, b: &Path, tol: f64) {
+    let (na, nb) = (csv_numbers(a), csv_numbers(b));
+    assert_eq!(na.len(), nb.len(), "{na:?} vs {nb:?}");
+    assert!(!na.is_empty());
+    for (ra, rb) in na.iter().zip(&nb) {
+        for (x, y) in ra.iter().zip(rb) {
+            assert!(
+                (x - y).abs() <= tol * (1.0 + x.abs()),
+                "{} vs {}: {ra:?} vs {rb:?}",
+                a.display(),
+                b.display()
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `quill-dist-check`: the programs the MPI integration tests launch under `mpirun` (each rank
 //! runs one). `collectives` checks every collective against a naive computation over all ranks'
-//! inputs (each rank can regenerate the others'); `train OUT STEPS BATCH` writes rank 0's
-//! parameters after a data-parallel toy run (tests compare -np 1 with -np 2); `fault hang|exit`
+//! inputs (each rank can regenerate the others'); `train OUT STEPS BATCH [ACCUM]` writes rank
+//! 0's parameters after a data-parallel toy run, each step accumulated over ACCUM micro-batches
+//! (default 1; tests compare -np 1 with -np 2); `fault hang|exit`
 //! makes rank 1 hang or die while rank 0 waits in an all-reduce, which must end the job within
 //! the timeout with a clear message; `bench [ROUNDS]` times all-reduce for
 //! scripts/bench-allreduce.sh.
@@ -27,7 +28,7 @@ fn main() {
         Some("bench") => bench(comm.as_ref(), args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20)),
         Some("fault") => fault(comm.as_ref(), args.get(1).map(String::as_str)),
         _ => Err(
-            "usage: quill-dist-check collectives | train OUT STEPS BATCH | bench [ROUNDS] | fault hang|exit".into(),
+            "usage: quill-dist-check collectives | train OUT STEPS BATCH [ACCUM] | bench [ROUNDS] | fault hang|exit".into(),
         ),
     };
     match result {
@@ -129,16 +130,19 @@ fn collectives(c: &dyn Communicator) -> Result<(), String> {
 }
 
 fn train(c: Arc<dyn Communicator>, args: &[String]) -> Result<(), String> {
-    let [out, steps, batch] = args else {
-        return Err("train OUT STEPS BATCH".into());
+    let (out, steps, batch, accum) = match args {
+        [out, steps, batch] => (out, steps, batch, "1"),
+        [out, steps, batch, accum] => (out, steps, batch, accum.as_str()),
+        _ => return Err("train OUT STEPS BATCH [ACCUM]".into()),
     };
     let steps: usize = steps.parse().map_err(|_| format!("bad STEPS '{steps}'"))?;
     let batch: usize = batch.parse().map_err(|_| format!("bad BATCH '{batch}'"))?;
+    let accum: usize = accum.parse().map_err(|_| format!("bad ACCUM '{accum}'"))?;
     let opts = DdpOptions {
         bucket_elems: 40,
         ..DdpOptions::default()
     };
-    let params = toy::train(c.clone(), batch, steps, true, opts)?;
+    let params = toy::train(c.clone(), batch, steps, true, opts, accum)?;
     if c.rank() == 0 {
         let text: Vec<String> = params
             .iter()
