@@ -147,11 +147,8 @@ fn no_sync_accumulates_locally_and_the_next_backward_reduces_the_sum() {
         .iter()
         .map(|p| p.grad().unwrap().to_vec::<f32>().unwrap())
         .collect();
-    assert_eq!(
-        rx.try_recv().ok(),
-        None,
-        "a plain backward launched nothing yet"
-    );
+    // A synced backward hands each bucket to the communication thread as soon as it is
+    // complete (so some may be announced already); after the sync both were, once each.
     ddp.finish_gradient_sync().unwrap();
     assert_eq!(rx.try_iter().count(), 2);
     for p in ddp.parameters() {
