@@ -25,7 +25,9 @@ def _binary():
     """The `quill` binary: $QUILL_BIN, else the newest one built in target/, else built now."""
     if os.environ.get("QUILL_BIN"):
         return os.environ["QUILL_BIN"]
-    built = [p for p in glob.glob(os.path.join(ROOT, "target", "*", "quill")) if os.access(p, os.X_OK)]
+    # Files only: `cargo doc` makes a directory target/doc/quill.
+    built = [p for p in glob.glob(os.path.join(ROOT, "target", "*", "quill"))
+             if os.path.isfile(p) and os.access(p, os.X_OK)]
     if not built:
         subprocess.run(["cargo", "build", "-q", "--release", "-p", "quill-cli"], cwd=ROOT, check=True)
         return os.path.join(ROOT, "target", "release", "quill")
