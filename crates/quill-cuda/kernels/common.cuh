@@ -288,6 +288,46 @@ QUILL_ARITH(qadd, +)
 QUILL_ARITH(qsub, -)
 QUILL_ARITH(qmul, *)
 
+// ---- complex64 / complex128 ------------------------------------------------------------------
+// Two parts, real first (C99's and NumPy's layout; the host passes a fill value as the u64 /
+// u128 of those bytes). Arithmetic as the CPU's: products by the schoolbook formula, quotients
+// by Smith's method (scaled by the larger part of the divisor; x / 0 divides each part by zero).
+// Only copies, fills, where, + - * / and negation have kernels; the host sends every other
+// complex op through the CPU.
+struct __align__(8) qc64 { float re, im; };
+struct __align__(16) qc128 { double re, im; };
+QD qc64 qcx(float re, float im) { qc64 z; z.re = re; z.im = im; return z; }
+QD qc128 qcx(double re, double im) { qc128 z; z.re = re; z.im = im; return z; }
+#define QUILL_COMPLEX_ARITH(Z, R)                                                              \
+    QD Z qadd(Z a, Z b) { return qcx(a.re + b.re, a.im + b.im); }                             \
+    QD Z qsub(Z a, Z b) { return qcx(a.re - b.re, a.im - b.im); }                             \
+    QD Z qmul(Z a, Z b) { return qcx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }  \
+    QD Z qneg(Z a) { return qcx(-a.re, -a.im); }                                               \
+    QD Z operator/(Z a, Z b) {                                                                 \
+        const R br = b.re, bi = b.im;                                                          \
+        const R abr = br < R(0) ? -br : br, abi = bi < R(0) ? -bi : bi;                        \
+        if (abr >= abi) {                                                                      \
+            if (br == R(0) && bi == R(0)) return qcx(a.re / abr, a.im / abr);                  \
+            const R r = bi / br, d = br + bi * r;                                              \
+            return qcx((a.re + a.im * r) / d, (a.im - a.re * r) / d);                          \
+        }                                                                                      \
+        const R r = br / bi, d = br * r + bi;                                                  \
+        return qcx((a.re * r + a.im) / d, (a.im * r - a.re) / d);                              \
+    }
+QUILL_COMPLEX_ARITH(qc64, float)
+QUILL_COMPLEX_ARITH(qc128, double)
+struct TC64 {
+    typedef qc64 S; typedef qc64 C;
+    static QD C load(S v) { return v; }
+    static QD S store(C v) { return v; }
+};
+struct TC128 {
+    typedef qc128 S; typedef qc128 C;
+    static QD C load(S v) { return v; }
+    static QD S store(C v) { return v; }
+};
+#define QUILL_COMPLEX_TAGS(M) M(c64, TC64) M(c128, TC128)
+
 // NumPy maximum/minimum: a NaN in either operand gives NaN (the first one seen).
 template <class T> QD T qmax(T a, T b) { return qisnan(a) ? a : (qisnan(b) ? b : (a < b ? b : a)); }
 template <class T> QD T qmin(T a, T b) { return qisnan(a) ? a : (qisnan(b) ? b : (b < a ? b : a)); }

@@ -5,6 +5,7 @@
 //   cast_S_D  (const S* src, Layout ls, D* dst, long long n)  dst contiguous, + cast32_S_D
 //
 // Copies move storage bits and never convert, so f16/bf16 NaN payloads and -0 survive.
+// complex64 / complex128 (c64, c128) have copy and fill kernels but no casts.
 
 // Contiguous copy: 16-byte packs when both ends are 16-byte aligned, then the tail.
 template <class S>
@@ -83,6 +84,7 @@ QD void cast_body(const typename SD::S* src, const Layout& ls, typename DD::S* d
         fill_body<D::S, unsigned int>(dst, ld, value, n);                                   \
     }
 QUILL_ALL_TAGS(QUILL_COPY_KERNELS)
+QUILL_COMPLEX_TAGS(QUILL_COPY_KERNELS)
 
 #define QUILL_CAST_KERNEL(STAG, SD, DTAG, DD)                                                 \
     extern "C" __global__ void cast_##STAG##_##DTAG(const SD::S* src, Layout ls, DD::S* dst,  \

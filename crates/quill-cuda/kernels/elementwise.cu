@@ -489,3 +489,10 @@ QUILL_COMPARE_KERNELS(QUILL_COMPARE_K)
 QUILL_FLOAT_TAGS(QUILL_SCALAR_KERNELS)
 
 QUILL_ALL_TAGS(QUILL_WHERE_K)
+
+// complex64 / complex128: select, + - * / and negation (common.cuh has their arithmetic);
+// kernels.rs lists them (COMPLEX_BINARY_OPS, COMPLEX_UNARY_OPS).
+#define QUILL_COMPLEX_KERNELS(TAG, D)                                                        \
+    QUILL_WHERE_K(TAG, D) QUILL_BINARY_K(add, TAG, D) QUILL_BINARY_K(sub, TAG, D)            \
+    QUILL_BINARY_K(mul, TAG, D) QUILL_BINARY_K(div, TAG, D) QUILL_UNARY_K(neg, TAG, D)
+QUILL_COMPLEX_TAGS(QUILL_COMPLEX_KERNELS)

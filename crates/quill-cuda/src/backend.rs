@@ -76,7 +76,8 @@ impl Backend for CudaStorage {
     const NAME: &'static str = "cuda";
 
     /// From the kernel table (the same predicates the methods below gate on): elementwise and
-    /// reductions where a kernel exists for the dtype, copies / casts / fills / where, float
+    /// reductions where a kernel exists for the dtype (complex: + - * / and negation), copies /
+    /// fills / where (complex too), casts (not complex), float
     /// statistics, f32 / f64 matmul and the optimizer steps with a kernel; not the fused ops
     /// (conv, pooling, batch norm, attention), gather / scatter_add, sort, cumsum, nonzero,
     /// searchsorted, any / all.
@@ -95,7 +96,9 @@ impl Backend for CudaStorage {
             };
         }
         match op {
-            "compact" | "assign" | "astype" | "fill" | "where" => true,
+            // Complex arrays copy, fill and select on the GPU; their casts run on the CPU.
+            "compact" | "assign" | "fill" | "where" => true,
+            "astype" => !dtype.is_complex(),
             "mean" | "var" | "std" => dtype.is_float(),
             "logsumexp" => ops::has_kernel("softmax", &format!("logsumexp_{}", ops::tag(dtype))),
             "matmul" => matches!(dtype, DType::F32 | DType::F64),

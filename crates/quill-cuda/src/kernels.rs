@@ -43,6 +43,13 @@ pub const TAGS: [&str; 13] = [
 ];
 /// Floating-point tags (f16/bf16 compute in f32, f64 in f64).
 pub const FLOAT_TAGS: [&str; 4] = ["f32", "f64", "f16", "bf16"];
+/// complex64 / complex128 tags: copy, fill, where and [`COMPLEX_BINARY_OPS`] /
+/// [`COMPLEX_UNARY_OPS`] only (no casts; the host runs every other complex op on the CPU).
+pub const COMPLEX_TAGS: [&str; 2] = ["c64", "c128"];
+/// The binary ops with complex kernels (`binary_add_c64`, ...).
+pub const COMPLEX_BINARY_OPS: [&str; 4] = ["add", "sub", "mul", "div"];
+/// The unary ops with complex kernels (`unary_neg_c128`, ...).
+pub const COMPLEX_UNARY_OPS: [&str; 1] = ["neg"];
 /// Integer tags that have arithmetic kernels (wrapping, as NumPy).
 pub const INT_TAGS: [&str; 8] = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"];
 
@@ -96,7 +103,7 @@ fn tag_type(d: DType) -> &'static str {
         DType::U16 => "TU16",
         DType::U32 => "TU32",
         DType::U64 => "TU64",
-        // Never reached: CUDA storage refuses complex dtypes (`CudaStorage::uninit`).
+        // Not in the table-driven lists (complex kernels are listed by hand: COMPLEX_TAGS).
         DType::C64 => "TC64",
         DType::C128 => "TC128",
     }
@@ -223,6 +230,10 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
                     pair(&mut v, format!("cast_{s}_{d}"));
                 }
             }
+            for t in COMPLEX_TAGS {
+                pair(&mut v, format!("copy_{t}"));
+                pair(&mut v, format!("fill_{t}"));
+            }
         }
         "elementwise" => {
             for (family, op, d) in elementwise_kernels() {
@@ -238,6 +249,15 @@ pub fn expected_kernels(module: &str) -> Vec<String> {
             }
             for t in TAGS {
                 pair(&mut v, format!("where_{t}"));
+            }
+            for t in COMPLEX_TAGS {
+                pair(&mut v, format!("where_{t}"));
+                for op in COMPLEX_BINARY_OPS {
+                    pair(&mut v, format!("binary_{op}_{t}"));
+                }
+                for op in COMPLEX_UNARY_OPS {
+                    pair(&mut v, format!("unary_{op}_{t}"));
+                }
             }
         }
         "reduce" => {

@@ -163,17 +163,32 @@ pub fn fill(dst: &mut CudaStorage, ld: &Layout, value: Scalar) -> Result<()> {
         DType::U16 => go!(u16::from_scalar(value)),
         DType::U32 => go!(u32::from_scalar(value)),
         DType::U64 => go!(u64::from_scalar(value)),
-        DType::C64 | DType::C128 => Err(Error::Unsupported {
-            op: "fill",
-            backend: "cuda",
-            what: format!("dtype {}", dst.dtype()),
-        }),
+        // The kernels take the two parts' bytes, real first, as one u64 / u128.
+        DType::C64 => {
+            let z = quill_core::C64::from_scalar(value);
+            go!(u64::from(z.re.to_bits()) | (u64::from(z.im.to_bits()) << 32))
+        }
+        DType::C128 => {
+            let z = quill_core::C128::from_scalar(value);
+            go!(u128::from(z.re.to_bits()) | (u128::from(z.im.to_bits()) << 64))
+        }
     }
 }
 
 /// `src` viewed by `ls`, cast to `dtype` with NumPy's rules, as a contiguous array.
 pub fn cast(src: &CudaStorage, ls: &Layout, dtype: DType) -> Result<CudaStorage> {
     const OP: &str = "astype";
+    if src.dtype().is_complex() || dtype.is_complex() {
+        // No complex casts on the GPU: the same dtype is a copy, the others go through the CPU.
+        if src.dtype() == dtype {
+            return compact(src, ls);
+        }
+        return Err(Error::Unsupported {
+            op: OP,
+            backend: "cuda",
+            what: format!("a cast from {} to {dtype}", src.dtype()),
+        });
+    }
     let mut out = CudaStorage::uninit(src.device(), ls.numel(), dtype)?;
     let plan = LoopPlan::new(&[ls]);
     let n = plan.numel();

@@ -35,18 +35,6 @@ fn bytes_of(op: &'static str, len: usize, dtype: DType) -> Result<usize> {
 impl CudaStorage {
     /// `len` uninitialised elements on device `ordinal` (callers write every element).
     pub(crate) fn uninit(dev: &Arc<CudaDevice>, len: usize, dtype: DType) -> Result<CudaStorage> {
-        if dtype.is_complex() {
-            // No CUDA kernel reads complex elements yet: refuse at allocation, so no kernel is
-            // ever looked up for them.
-            return Err(Error::Unsupported {
-                op: "to_device",
-                backend: "cuda",
-                what: format!(
-                    "dtype {dtype}: complex arrays live on the CPU for now; compute there, or \
-                     move .real and .imag separately"
-                ),
-            });
-        }
         let bytes = bytes_of("cuda alloc", len, dtype)?;
         let owner = Arc::new(AllocatorRef(dev.clone()));
         let block = dev.alloc.take(bytes, &owner)?;

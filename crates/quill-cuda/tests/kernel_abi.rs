@@ -46,6 +46,9 @@ fn params(ptx: &str, name: &str) -> Vec<String> {
             let p = p.trim();
             if p.contains(".b8") && p.ends_with("[144]") {
                 "L".to_string()
+            } else if p.contains(".b8") && (p.ends_with("[8]") || p.ends_with("[16]")) {
+                // A complex value by value: a struct of two parts ("B8" / "B16").
+                format!("B{}", p.rsplit('[').next().unwrap().trim_end_matches(']'))
             } else {
                 p.split_whitespace()
                     .nth(1)
@@ -86,6 +89,17 @@ fn launches_match_kernel_parameters() {
             assert_eq!(params(&copy, &name), p(&["u64", "L", v, "u64"]), "{name}");
         }
     }
+    // Complex fills take the two parts as one 8- or 16-byte struct (the host pushes the u64 /
+    // u128 of those bytes); copies are the common copy launch.
+    for (t, v) in [("c64", "B8"), ("c128", "B16")] {
+        for name in [format!("fill_{t}"), format!("fill32_{t}")] {
+            assert_eq!(params(&copy, &name), p(&["u64", "L", v, "u64"]), "{name}");
+        }
+        assert_eq!(
+            params(&copy, &format!("copy32_{t}")),
+            p(&["u64", "L", "u64", "L", "u64"])
+        );
+    }
     assert_eq!(
         params(&copy, "cast32_f16_i64"),
         p(&["u64", "L", "u64", "u64"])
@@ -113,6 +127,14 @@ fn launches_match_kernel_parameters() {
             "{name}"
         );
     }
+    for name in ["binary_div_c64", "binary32_mul_c128"] {
+        assert_eq!(
+            params(&ew, name),
+            p(&["u64", "L", "u64", "L", "u64", "u64"]),
+            "{name}"
+        );
+    }
+    assert_eq!(params(&ew, "unary_neg_c128"), p(&["u64", "L", "u64", "u64"]));
     assert_eq!(
         params(&ew, "where32_f64"),
         p(&["u64", "L", "u64", "L", "u64", "L", "u64", "u64"])

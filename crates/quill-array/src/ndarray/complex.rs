@@ -1,7 +1,8 @@
 //! The parts of complex arrays: `real`, `imag`, `conj`, `angle` and building one from two real
 //! arrays (`NDArray::complex`), and the complex matmul, done on the real GEMM by the 4M method
-//! (four real products, the accuracy of BLAS's `zgemm`). Complex arrays live on the CPU (CUDA
-//! storage refuses them), so the parts are computed over the host elements in C order.
+//! (four real products, the accuracy of BLAS's `zgemm`). The parts are computed by CPU kernels
+//! (a GPU array goes through the host); on a GPU complex arrays copy, fill, select, add,
+//! subtract, multiply, divide and negate natively, and every other op runs on host copies.
 
 use super::NDArray;
 use crate::backend::Storage;
@@ -9,9 +10,19 @@ use crate::device::Device;
 use quill_core::{DType, Error, Result};
 use quill_cpu::elementwise::complex::Part;
 
-/// `p` of the complex array `a`, read through its strides by the CPU kernel (complex arrays
-/// live on the CPU).
+/// `p` of the complex array `a`, read through its strides by the CPU kernel; a GPU array goes
+/// through the host (counted in `host_round_trips`: the GPU has no part kernels).
 fn part_of(a: &NDArray, p: Part) -> Result<NDArray> {
+    if a.device() != Device::Cpu {
+        let op = match p {
+            Part::Real => "real",
+            Part::Imag => "imag",
+            Part::Conj => "conj",
+            Part::Angle => "angle",
+        };
+        crate::fallback::note_off_host(op, a.device());
+        return part_of(&a.to_device(Device::Cpu)?, p)?.to_device(a.device());
+    }
     let out = quill_cpu::elementwise::complex::part(p, a.read().cpu(), &a.layout)?;
     NDArray::fresh(Storage::Cpu(out), a.shape())
 }

@@ -162,3 +162,80 @@ fn supports_agrees_with_what_runs_on_the_gpu() {
         }
     }
 }
+
+/// Complex arrays on the GPU: strided copies, fills, `where` and + - * / and negation run on
+/// device kernels (no host round trip) and equal the CPU's results exactly (the same formulas:
+/// schoolbook products, Smith's quotients); every other complex op (exp, sum, the parts, a
+/// cast) runs on host copies, counted, with the CPU's answer.
+#[test]
+fn complex_arrays_compute_on_the_gpu_and_fall_back_for_the_rest() {
+    if !cuda_usable() {
+        return;
+    }
+    for dtype in [DType::C64, DType::C128] {
+        let a = NDArray::complex(
+            &randn3(&[4, 6], 31, DType::F64),
+            &randn3(&[4, 6], 32, DType::F64),
+        )
+        .unwrap()
+        .astype(dtype)
+        .unwrap();
+        let b = NDArray::complex(&randn3(&[6], 33, DType::F64), &randn3(&[6], 34, DType::F64))
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        // A reversed, stepped view and a broadcast row.
+        let av = a.slice(&s![..;-1, ..;2]).unwrap();
+        let bv = b.slice(&s![..;2]).unwrap();
+        let (ga, gb) = (a.to_device(GPU).unwrap(), b.to_device(GPU).unwrap());
+        let (gav, gbv) = (
+            ga.slice(&s![..;-1, ..;2]).unwrap(),
+            gb.slice(&s![..;2]).unwrap(),
+        );
+        let host = |x: &NDArray| {
+            x.to_device(Device::Cpu)
+                .unwrap()
+                .astype(DType::C128)
+                .unwrap()
+                .to_vec::<quill::C128>()
+                .unwrap()
+        };
+        let before: u64 = quill::host_round_trips().iter().map(|(_, n)| n).sum();
+        for (name, cpu, gpu) in [
+            ("add", av.add(&bv).unwrap(), gav.add(&gbv).unwrap()),
+            ("sub", av.sub(&bv).unwrap(), gav.sub(&gbv).unwrap()),
+            ("mul", av.mul(&bv).unwrap(), gav.mul(&gbv).unwrap()),
+            ("div", av.div(&bv).unwrap(), gav.div(&gbv).unwrap()),
+            ("neg", av.neg().unwrap(), gav.neg().unwrap()),
+            ("compact", av.compact().unwrap(), gav.compact().unwrap()),
+        ] {
+            assert_eq!(gpu.device(), GPU, "{name}");
+            assert_eq!(gpu.dtype(), dtype, "{name}");
+            assert_eq!(host(&gpu), host(&cpu), "{name} {dtype}");
+        }
+        let z = NDArray::full(&[3], quill::Scalar::C(1.5, -2.0), dtype).unwrap();
+        let gz = NDArray::full(&[3], quill::Scalar::C(1.5, -2.0), dtype)
+            .unwrap()
+            .to_device(GPU)
+            .unwrap();
+        gz.assign_scalar(quill::Scalar::C(1.5, -2.0)).unwrap();
+        assert_eq!(host(&gz), host(&z), "fill {dtype}");
+        let after: u64 = quill::host_round_trips().iter().map(|(_, n)| n).sum();
+        assert_eq!(after, before, "native complex ops made host round trips");
+        // The rest: through the host, with the CPU's answers.
+        assert_eq!(host(&gav.exp().unwrap()), host(&av.exp().unwrap()), "exp");
+        assert_eq!(
+            host(&gav.sum(None, false).unwrap()),
+            host(&av.sum(None, false).unwrap()),
+            "sum"
+        );
+        assert_eq!(
+            host(&gav.real().unwrap()),
+            host(&av.real().unwrap()),
+            "real"
+        );
+        assert_eq!(host(&gav.astype(DType::C128).unwrap()), host(&av), "astype");
+        let later: u64 = quill::host_round_trips().iter().map(|(_, n)| n).sum();
+        assert!(later > after, "the fallbacks were not counted");
+    }
+}
