@@ -410,3 +410,46 @@ fn empty_matrices_and_integer_input() {
     let d = linalg::det(&a).unwrap();
     assert_eq!((d.dtype(), d.item::<f64>().unwrap()), (DType::F64, 8.0));
 }
+
+/// An array `rtol` is one tolerance per matrix (broadcast against the batch dims): each result
+/// equals the scalar form on that matrix alone; a shape that does not broadcast is an error.
+#[test]
+fn array_rtol_is_one_tolerance_per_matrix() {
+    let low = NDArray::randn(&[3, 4, 2], 41, DType::F64)
+        .unwrap()
+        .matmul(&NDArray::randn(&[3, 2, 5], 42, DType::F64).unwrap())
+        .unwrap();
+    let noise = NDArray::randn(&[3, 4, 5], 43, DType::F64)
+        .unwrap()
+        .mul_scalar(1e-4)
+        .unwrap();
+    let a = low.add(&noise).unwrap(); // rank 4, two singular values near 1e-4
+    let tols = [1e-1, 1e-7, 0.5];
+    let r = NDArray::from_vec(tols.to_vec(), &[3]).unwrap();
+    let ranks = linalg::matrix_rank_rtol(&a, &r)
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
+    let p = linalg::pinv_rtol(&a, &r).unwrap();
+    for (i, &t) in tols.iter().enumerate() {
+        let ai = a.slice(&s![i as isize]).unwrap();
+        let want = linalg::matrix_rank(&ai, Some(t))
+            .unwrap()
+            .item::<i64>()
+            .unwrap();
+        assert_eq!(ranks[i], want, "matrix {i}");
+        let pi = linalg::pinv(&ai, Some(t)).unwrap();
+        close(
+            &mats(&p.slice(&s![i as isize]).unwrap())[0],
+            &mats(&pi)[0],
+            1e-12,
+        );
+    }
+    assert_ne!(
+        ranks[0], ranks[1],
+        "the tolerances were not applied per matrix"
+    );
+    let bad = NDArray::from_vec(vec![1.0, 2.0], &[2]).unwrap();
+    let e = linalg::pinv_rtol(&a, &bad).unwrap_err().to_string();
+    assert!(e.contains("does not broadcast"), "{e}");
+}

@@ -134,7 +134,10 @@ fn launches_match_kernel_parameters() {
             "{name}"
         );
     }
-    assert_eq!(params(&ew, "unary_neg_c128"), p(&["u64", "L", "u64", "u64"]));
+    assert_eq!(
+        params(&ew, "unary_neg_c128"),
+        p(&["u64", "L", "u64", "u64"])
+    );
     assert_eq!(
         params(&ew, "where32_f64"),
         p(&["u64", "L", "u64", "L", "u64", "L", "u64", "u64"])

@@ -7,6 +7,23 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use quill::linalg::{self, NormOrd, QrMode};
 
+/// A tolerance as the standard allows it: None, a Python number, or an array (one per matrix).
+enum Rtol {
+    Value(Option<f64>),
+    Array(quill::NDArray),
+}
+
+fn rtol_of(rtol: Option<&Bound<'_, PyAny>>) -> PyResult<Rtol> {
+    match rtol {
+        None => Ok(Rtol::Value(None)),
+        Some(r) if r.is_none() => Ok(Rtol::Value(None)),
+        Some(r) => match r.extract::<PyRef<PyNDArray>>() {
+            Ok(a) if a.inner.ndim() > 0 => Ok(Rtol::Array(a.inner.clone())),
+            _ => Ok(Rtol::Value(Some(r.extract::<f64>()?))),
+        },
+    }
+}
+
 fn wrap(a: quill::NDArray) -> PyNDArray {
     PyNDArray::wrap(a)
 }
@@ -127,16 +144,26 @@ fn _eigvals(a: PyRef<PyNDArray>) -> PyResult<PyNDArray> {
 #[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (a, rtol = None))]
-fn _pinv(a: PyRef<PyNDArray>, rtol: Option<f64>) -> PyResult<PyNDArray> {
-    linalg::pinv(&a.inner, rtol).q().map(wrap)
+fn _pinv(a: PyRef<PyNDArray>, rtol: Option<&Bound<'_, PyAny>>) -> PyResult<PyNDArray> {
+    match rtol_of(rtol)? {
+        Rtol::Array(r) => linalg::pinv_rtol(&a.inner, &r),
+        Rtol::Value(v) => linalg::pinv(&a.inner, v),
+    }
+    .q()
+    .map(wrap)
 }
 
 /// The rank of each matrix (int64).
 #[quill_py_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (a, rtol = None))]
-fn _matrix_rank(a: PyRef<PyNDArray>, rtol: Option<f64>) -> PyResult<PyNDArray> {
-    linalg::matrix_rank(&a.inner, rtol).q().map(wrap)
+fn _matrix_rank(a: PyRef<PyNDArray>, rtol: Option<&Bound<'_, PyAny>>) -> PyResult<PyNDArray> {
+    match rtol_of(rtol)? {
+        Rtol::Array(r) => linalg::matrix_rank_rtol(&a.inner, &r),
+        Rtol::Value(v) => linalg::matrix_rank(&a.inner, v),
+    }
+    .q()
+    .map(wrap)
 }
 
 /// The `ord`-norm of `x` over `axis` (an int, a tuple, or None for all).

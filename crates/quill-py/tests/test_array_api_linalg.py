@@ -280,3 +280,15 @@ def test_eig_and_eigvals(dtype):
                                [-1j, 1j], atol=1e-12)
     with pytest.raises(ValueError, match="square"):
         la.eig(xp.ones((2, 3)))
+
+
+def test_rtol_as_an_array_is_one_tolerance_per_matrix():
+    a = RNG.standard_normal((3, 4, 2)) @ RNG.standard_normal((3, 2, 5))
+    a[1] += 1e-4 * RNG.standard_normal((4, 5))  # rank 4, two tiny singular values
+    for r in (np.array([1e-1, 1e-6, 0.5]), np.array(1e-3), np.array([[1e-2], [1e-9]])[:, :1].ravel()[:1]):
+        np.testing.assert_array_equal(np.asarray(la.matrix_rank(xp.asarray(a), rtol=xp.asarray(r))),
+                                      np.linalg.matrix_rank(a, rtol=r))
+        np.testing.assert_allclose(np.asarray(la.pinv(xp.asarray(a), rtol=xp.asarray(r))),
+                                   np.linalg.pinv(a, rtol=r), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="does not broadcast to the batch shape"):
+        la.pinv(xp.asarray(a), rtol=xp.asarray([1.0, 2.0]))

@@ -530,10 +530,49 @@ fn cutoff(rtol: Option<f64>, m: usize, n: usize, dtype: DType, largest: f64) -> 
 /// singular values at or below `rtol` times the largest treated as zero (default: max(m, n)
 /// times the dtype's epsilon).
 pub fn pinv(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
-    by_field!(pinv_in(a), rtol)
+    let per = rtol.map(|r| vec![r; batch_count(a)]);
+    by_field!(pinv_in(a), per)
 }
 
-fn pinv_in<T: Field>(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
+/// [`pinv`] with `rtol` an array broadcast against the batch dims (the standard's array form:
+/// one tolerance per matrix).
+pub fn pinv_rtol(a: &NDArray, rtol: &NDArray) -> Result<NDArray> {
+    let per = rtols("linalg.pinv", a, rtol)?;
+    by_field!(pinv_in(a), Some(per))
+}
+
+/// How many matrices `a` stacks (1 for fewer than 3 dims).
+fn batch_count(a: &NDArray) -> usize {
+    a.shape()[..a.ndim().saturating_sub(2)].iter().product()
+}
+
+/// `rtol` broadcast to `a`'s batch shape, one value per matrix in C order.
+fn rtols(op: &'static str, a: &NDArray, rtol: &NDArray) -> Result<Vec<f64>> {
+    check_matrices(op, a, false)?;
+    if rtol.dtype().is_complex() {
+        return Err(Error::invalid(
+            op,
+            format!("rtol must be real, got {}", rtol.dtype()),
+        ));
+    }
+    let batch = &a.shape()[..a.ndim() - 2];
+    let r = rtol.broadcast_to(batch).map_err(|_| {
+        Error::invalid(
+            op,
+            format!(
+                "rtol of shape {:?} does not broadcast to the batch shape {batch:?} of a {:?}",
+                rtol.shape(),
+                a.shape()
+            ),
+        )
+    })?;
+    r.to_device(crate::Device::Cpu)?
+        .astype(DType::F64)?
+        .compact()?
+        .to_vec::<f64>()
+}
+
+fn pinv_in<T: Field>(a: &NDArray, rtol: Option<Vec<f64>>) -> Result<NDArray> {
     const OP: &str = "linalg.pinv";
     let s = stack::<T>(OP, a, false)?;
     let (m, n) = (s.m, s.n);
@@ -548,7 +587,7 @@ fn pinv_in<T: Field>(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
         let d = f.S().column_vector();
         let k = m.min(n);
         let big = (0..k).map(|j| d[j].re()).fold(0.0, f64::max);
-        let cut = cutoff(rtol, m, n, dt, big);
+        let cut = cutoff(rtol.as_ref().map(|r| r[i]), m, n, dt, big);
         // pinv = V diag(1/s) Uᴴ over the kept singular values, as one faer product.
         let (v, u) = (f.V(), f.U());
         let scaled = Mat::<T>::from_fn(n, k, |r, j| {
@@ -568,6 +607,18 @@ fn pinv_in<T: Field>(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
 /// The rank (..., int64) of each matrix of `a`: how many singular values exceed `rtol` times
 /// the largest (default: max(m, n) times the dtype's epsilon).
 pub fn matrix_rank(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
+    check_matrices("linalg.matrix_rank", a, false)?;
+    rank_in(a, rtol.map(|r| vec![r; batch_count(a)]))
+}
+
+/// [`matrix_rank`] with `rtol` an array broadcast against the batch dims (one tolerance per
+/// matrix, the standard's array form).
+pub fn matrix_rank_rtol(a: &NDArray, rtol: &NDArray) -> Result<NDArray> {
+    let per = rtols("linalg.matrix_rank", a, rtol)?;
+    rank_in(a, Some(per))
+}
+
+fn rank_in(a: &NDArray, rtol: Option<Vec<f64>>) -> Result<NDArray> {
     let (m, n) = check_matrices("linalg.matrix_rank", a, false)?;
     let sv = svdvals(a)?.astype(DType::F64)?.to_vec::<f64>()?;
     let k = m.min(n);
@@ -577,7 +628,7 @@ pub fn matrix_rank(a: &NDArray, rtol: Option<f64>) -> Result<NDArray> {
         .map(|i| {
             let v = &sv[i * k..(i + 1) * k];
             let big = v.iter().copied().fold(0.0, f64::max);
-            let cut = cutoff(rtol, m, n, dt, big);
+            let cut = cutoff(rtol.as_ref().map(|r| r[i]), m, n, dt, big);
             v.iter().filter(|&&x| x > cut).count() as i64
         })
         .collect();

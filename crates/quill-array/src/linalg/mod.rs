@@ -15,8 +15,8 @@ pub use compose::{
     cross, diagonal, matrix_norm, matrix_power, outer, tensordot, trace, vector_norm, NormOrd,
 };
 pub use factor::{
-    cholesky, det, eig, eigh, eigvals, eigvalsh, inv, matrix_rank, pinv, qr, slogdet, solve, svd,
-    svdvals, QrMode,
+    cholesky, det, eig, eigh, eigvals, eigvalsh, inv, matrix_rank, matrix_rank_rtol, pinv,
+    pinv_rtol, qr, slogdet, solve, svd, svdvals, QrMode,
 };
 
 use crate::{Device, NDArray};

@@ -23,9 +23,11 @@ def _arr(x):
 
 
 def _rtol(rtol):
-    if rtol is None or isinstance(rtol, (int, float)):
+    """None, a Python number, or an array broadcast against the batch dims (one per matrix)."""
+    if rtol is None or isinstance(rtol, (int, float, NDArray)):
         return rtol
-    raise TypeError("rtol: quill takes a Python float (or None), not an array")
+    from .array_api import asarray
+    return asarray(rtol)
 
 
 def cholesky(x, /, *, upper=False):
