@@ -133,6 +133,11 @@ fn a_hanging_rank_fails_the_job_within_the_timeout() {
         t.contains("all_reduce: rank 0 of 2 waited") && t.contains("timeout 2s"),
         "{t}"
     );
+    // A later collective fails at once instead of joining a collective out of step.
+    assert!(
+        t.contains("then: ") && t.contains("an earlier all_reduce timed out"),
+        "{t}"
+    );
     assert!(took < Duration::from_secs(30), "took {took:?}");
 }
 

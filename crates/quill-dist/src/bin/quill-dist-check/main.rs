@@ -195,8 +195,20 @@ fn fault(c: &dyn Communicator, how: Option<&str>) -> Result<(), String> {
             _ => return Err("fault hang|exit".into()),
         }
     }
+    // 4 KB: the small-message path, on the caller's thread where MPI allows it.
     let mut buf = vec![1.0f32; 1000];
-    c.all_reduce(&mut buf, ReduceOp::Sum)
-        .map_err(|e| e.to_string())?;
-    Err("the all-reduce completed although rank 1 never joined".into())
+    let timeout = match c.all_reduce(&mut buf, ReduceOp::Sum) {
+        Ok(()) => return Err("the all-reduce completed although rank 1 never joined".into()),
+        Err(e) => e.to_string(),
+    };
+    // The ranks are out of step for good: any later collective must fail at once.
+    let t0 = std::time::Instant::now();
+    match c.barrier() {
+        Ok(()) => Err(format!("{timeout}; then a barrier completed")),
+        Err(e) if t0.elapsed() < Duration::from_secs(1) => Err(format!("{timeout}; then: {e}")),
+        Err(e) => Err(format!(
+            "{timeout}; then a barrier waited {:?}: {e}",
+            t0.elapsed()
+        )),
+    }
 }
