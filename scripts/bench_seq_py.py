@@ -64,6 +64,6 @@ try:
     rows["torch.nn.LSTM"] = lambda: tl(tx)[0].sum().backward()
 except ImportError:
     pass
-print(f"LSTM seq {S} batch {B} input {I} hidden {H} layers {L}, forward+backward, f32:")
+print(f"LSTM seq {S} batch {B} input {I} hidden {H} layers {L}, forward+backward, f32:", flush=True)
 for name, f in rows.items():
-    print(f"  {name}: {bench(f):.1f} ms")
+    print(f"  {name}: {bench(f):.1f} ms", flush=True)
