@@ -63,62 +63,23 @@ QUILL_BIN=$(realpath "$QUILL_BIN")
 peer=$repo/scripts/ddp_torch_peer.py
 data=$repo/data/mnist
 
-ns_a=quill-sc-a-$$
-ns_b=quill-sc-b-$$
-if_a=qsca$$
-if_b=qscb$$
-ip_a=10.214.0.1
-ip_b=10.214.0.2
-subnet=10.214.0.0/24
 started=$SECONDS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/quill-scaling.XXXXXX")
-
+# shellcheck source=scripts/lib-netns.sh
+. "$repo/scripts/lib-netns.sh"
 cleanup() {
-    local ns p
-    for ns in "$ns_a" "$ns_b"; do
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    netns_cleanup
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if ! err=$(ip netns add "$ns_a" 2>&1); then
-    skip "cannot create a network namespace: $err"
-fi
-ip netns add "$ns_b"
-ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
-ip -n "$ns_a" addr add "$ip_a/24" dev "$if_a"
-ip -n "$ns_b" addr add "$ip_b/24" dev "$if_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$if_a" up
-ip -n "$ns_b" link set "$if_b" up
+netns_pair sc 10.214.0
 say "hosts: $ns_a ($ip_a, $if_a) and $ns_b ($ip_b, $if_b), joined by a veth pair"
-
-# The rsh agent of scripts/multihost-netns.sh: mpirun calls it as it would call ssh.
-cat >"$tmp/rsh-agent" <<EOF
-#!/bin/sh
-host=\$1
-shift
-case \$host in
-$ip_a) ns=$ns_a ;;
-$ip_b) ns=$ns_b ;;
-*) echo "rsh-agent: no namespace for host \$host" >&2; exit 255 ;;
-esac
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
-EOF
-chmod +x "$tmp/rsh-agent"
-printf '%s slots=1\n%s slots=1\n' "$ip_a" "$ip_b" >"$tmp/hosts"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 QUILL_DIST_TIMEOUT=60
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 limit_s=$((60 + epochs * limit / 200)) # generous: a hang fails instead of stalling
-# shellcheck disable=SC2054 # tcp,self is one argument
-mpirun_ab=(ip netns exec "$ns_a" mpirun --hostfile "$tmp/hosts"
-    --mca plm_rsh_agent "$tmp/rsh-agent" --mca pml ob1 --mca btl tcp,self
-    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet"
-    --bind-to none -x QUILL_DIST_TIMEOUT)
 train=(train --data "$data" --threads 1 --limit "$limit" --epochs "$epochs" --batch-size 128)
 
 veth_bytes() { ip netns exec "$ns_b" cat "/sys/class/net/$if_b/statistics/rx_bytes"; }

@@ -62,70 +62,23 @@ for bin in "$QUILL_BIN" "$QUILL_DIST_CHECK_BIN"; do
 done
 say "binaries: $QUILL_BIN, $QUILL_DIST_CHECK_BIN"
 
-# The PID in every name, so parallel runs do not collide. The addresses can be fixed: they exist
-# only inside this run's two namespaces, never in the host's.
-ns_a=quill-mh-a-$$
-ns_b=quill-mh-b-$$
-if_a=qmha$$
-if_b=qmhb$$
-ip_a=10.213.0.1
-ip_b=10.213.0.2
-subnet=10.213.0.0/24
 started=$SECONDS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/quill-multihost.XXXXXX")
-
+# shellcheck source=scripts/lib-netns.sh
+. "$repo/scripts/lib-netns.sh"
 cleanup() {
-    local ns p
-    for ns in "$ns_a" "$ns_b"; do
-        # Only this run's processes live in these namespaces (a failed check may leave some).
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-        ip netns del "$ns" 2>/dev/null || true
-    done
+    netns_cleanup
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say "creating namespaces $ns_a ($ip_a) and $ns_b ($ip_b) joined by veth $if_a <-> $if_b"
-if ! err=$(ip netns add "$ns_a" 2>&1); then
-    skip "cannot create a network namespace: $err"
-fi
-ip netns add "$ns_b"
-ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
-ip -n "$ns_a" addr add "$ip_a/24" dev "$if_a"
-ip -n "$ns_b" addr add "$ip_b/24" dev "$if_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$if_a" up
-ip -n "$ns_b" link set "$if_b" up
-
-# mpirun calls the agent as it would call ssh: `agent HOST ARGS...`. ssh joins ARGS into one
-# string for the remote shell, and Open MPI quotes for that shell (its URIs hold ';'), so the
-# agent hands them to `sh -c` too. It logs each launch so the script can show where rank 1 ran.
-cat >"$tmp/rsh-agent" <<EOF
-#!/bin/sh
-host=\$1
-shift
-case \$host in
-$ip_a) ns=$ns_a ;;
-$ip_b) ns=$ns_b ;;
-*) echo "rsh-agent: no namespace for host \$host" >&2; exit 255 ;;
-esac
-echo "\$host -> \$ns: \$*" >>"$tmp/agent.log"
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
-EOF
-chmod +x "$tmp/rsh-agent"
-printf '%s slots=1\n%s slots=1\n' "$ip_a" "$ip_b" >"$tmp/hosts"
+netns_pair mh 10.213.0
+say "created namespaces $ns_a ($ip_a) and $ns_b ($ip_b) joined by veth $if_a <-> $if_b"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 QUILL_DIST_TIMEOUT=30
-# pml ob1 because a UCX pml would pick its own transports (shared memory among them) and ignore
-# the btl list; btl tcp,self keeps vader (shared memory, which works across network namespaces)
-# out; --bind-to none because each "host" sees the same cores, and binding would put rank 0 and
-# rank 1 both on core 0. `timeout` turns a hang into a failure instead of a stalled CI.
-# shellcheck disable=SC2054 # tcp,self is one argument
-mpirun_ab=(timeout -k 10 120 ip netns exec "$ns_a" mpirun --hostfile "$tmp/hosts"
-    --mca plm_rsh_agent "$tmp/rsh-agent" --mca pml ob1 --mca btl tcp,self
-    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet"
-    --bind-to none -x QUILL_DIST_TIMEOUT)
+# `timeout` turns a hang into a failure instead of a stalled CI.
+mpirun_ab=(timeout -k 10 120 "${mpirun_ab[@]}")
 train=(train --distributed --data "$repo/data/mnist" --threads 1)
 
 # Runs "$@" with its output in log file $1 ($2...: the command); shows the log when it fails.
