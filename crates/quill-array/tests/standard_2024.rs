@@ -112,7 +112,7 @@ fn integer_array_errors_name_the_dim() {
         .index(&[full(), full(), full(), idx(&[0], &[1])])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("4 indices") && e.contains("3 dims"), "{e}");
+    assert!(e.contains("too many indices: 4 given"), "{e}");
     // An empty index into an empty dim is fine; a non-empty one is out of range.
     let empty = NDArray::zeros(&[0, 2], DType::F32).unwrap();
     let got = empty.index(&[idx(&[], &[0])]).unwrap();

@@ -460,7 +460,10 @@ fn eig_dtype(a: &NDArray) -> DType {
 /// general square matrix of `a`, both complex: A v = w v. Their order is the solver's (the
 /// standard leaves it unspecified, as LAPACK's geev does).
 pub fn eig(a: &NDArray) -> Result<(NDArray, NDArray)> {
-    by_field!(eig_in(a), true)
+    let (w, v) = by_field!(eig_in(a), true)?;
+    // `eig_in` returns the vectors whenever it is asked for them.
+    let v = v.ok_or_else(|| Error::invalid("linalg.eig", "the solver returned no vectors"))?;
+    Ok((w, v))
 }
 
 /// The eigenvalues (..., n) of each general square matrix of `a`, complex, in the order `eig`
@@ -469,7 +472,7 @@ pub fn eigvals(a: &NDArray) -> Result<NDArray> {
     Ok(by_field!(eig_in(a), false)?.0)
 }
 
-fn eig_in<T: Field>(a: &NDArray, vectors: bool) -> Result<(NDArray, NDArray)> {
+fn eig_in<T: Field>(a: &NDArray, vectors: bool) -> Result<(NDArray, Option<NDArray>)> {
     let op = if vectors {
         "linalg.eig"
     } else {
@@ -507,9 +510,9 @@ fn eig_in<T: Field>(a: &NDArray, vectors: bool) -> Result<(NDArray, NDArray)> {
     }
     let (dt, dev) = (eig_dtype(a), a.device());
     let vecs = if vectors {
-        build(v, a.shape(), dt, dev)?
+        Some(build(v, a.shape(), dt, dev)?)
     } else {
-        build(Vec::<C128>::new(), &[0], dt, dev)?
+        None
     };
     Ok((build(w, &shape_of(&s.batch, &[n]), dt, dev)?, vecs))
 }

@@ -28,14 +28,14 @@ impl NDArray {
     /// to where the array entries sit when they are adjacent. An index out of its dim's range
     /// is `IndexOutOfRange` naming the dim; a non-integer array an error naming its dtype.
     pub fn index(&self, idx: &[IndexArg]) -> Result<NDArray> {
-        if !idx.iter().any(|a| matches!(a, IndexArg::Array(_))) {
-            let basic: Vec<SliceArg> = idx
-                .iter()
-                .map(|a| match a {
-                    IndexArg::Basic(s) => *s,
-                    IndexArg::Array(_) => unreachable!("no array entries on this path"),
-                })
-                .collect();
+        let basic_only: Option<Vec<SliceArg>> = idx
+            .iter()
+            .map(|a| match a {
+                IndexArg::Basic(s) => Some(*s),
+                IndexArg::Array(_) => None,
+            })
+            .collect();
+        if let Some(basic) = basic_only {
             return self.slice(&basic);
         }
         // 1. Basic indexing with every advanced entry (arrays and the ints beside them) kept
@@ -44,16 +44,6 @@ impl NDArray {
             .iter()
             .filter(|a| !matches!(a, IndexArg::Basic(SliceArg::NewAxis | SliceArg::Ellipsis)))
             .count();
-        if consumed > self.ndim() {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "{consumed} indices for an array of {} dims (shape {:?})",
-                    self.ndim(),
-                    self.shape()
-                ),
-            ));
-        }
         let mut basic = Vec::with_capacity(idx.len());
         let mut positions = Vec::new();
         let mut arrays = Vec::new();
@@ -62,7 +52,8 @@ impl NDArray {
             match a {
                 IndexArg::Basic(SliceArg::Ellipsis) => {
                     basic.push(SliceArg::Ellipsis);
-                    out_dim += self.ndim() - consumed;
+                    // Saturating: too many indices is `slice`'s error, reported below.
+                    out_dim += self.ndim().saturating_sub(consumed);
                 }
                 IndexArg::Basic(SliceArg::Index(i)) => {
                     basic.push(SliceArg::range(None, None, 1));

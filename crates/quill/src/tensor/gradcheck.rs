@@ -202,12 +202,15 @@ pub fn gradcheck(
             } else {
                 C128::new(x.array().slice(&at)?.item::<f64>()?, 0.0)
             };
-            let eval = |v: C128| -> Result<f64> {
+            let put = |v: C128| -> Result<()> {
                 if complex {
-                    x.array().set_scalar(&at, Scalar::C(v.re, v.im))?;
+                    x.array().set_scalar(&at, Scalar::C(v.re, v.im))
                 } else {
-                    x.array().set_scalar(&at, v.re)?;
+                    x.array().set_scalar(&at, v.re)
                 }
+            };
+            let eval = |v: C128| -> Result<f64> {
+                put(v)?;
                 project(&f(inputs)?)?.item()
             };
             let parts: &[(f64, C128)] = if complex {
@@ -218,11 +221,7 @@ pub fn gradcheck(
             for &(a, dir) in parts {
                 let hi = eval(v0 + dir * opts.eps);
                 let lo = eval(v0 - dir * opts.eps);
-                if complex {
-                    x.array().set_scalar(&at, Scalar::C(v0.re, v0.im))?;
-                } else {
-                    x.array().set_scalar(&at, v0.re)?;
-                }
+                put(v0)?;
                 let num = (hi? - lo?) / (2.0 * opts.eps);
                 let excess = (a - num).abs() - (opts.atol + opts.rtol * num.abs());
                 // A NaN on either side fails unless both are NaN.
