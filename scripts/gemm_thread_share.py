@@ -14,7 +14,7 @@ product. On the 2-vCPU Zen 4 VM of 2026-11-30, `--case f64x200x512x1000 --inner 
 avx2 --rounds 16` came out bimodal, with or without idle: runs of rounds at 90-102 GF/s, runs
 at 40-51 (one thread's speed) and some at about 77, while NumPy, timed between the same rounds
 by `gemm_bench.py`, kept 83-99. A throwaway build that logged `sched_getcpu` found the helper
-on the caller's core in the slow rounds; `quill-cpu/src/par/placement.rs` now moves it off.
+on the caller's core in the slow rounds; `quill-par/src/placement.rs` now moves it off.
 `--numpy` times NumPy (same threads; OpenBLAS Haswell kernels with `--kernel avx2`) right after quill in
 each round, and each round prints the host's steal ticks from /proc/stat: a round slow for both
 points at the host, one slow for quill alone at quill.

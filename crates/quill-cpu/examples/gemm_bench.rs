@@ -1,10 +1,10 @@
 //! The quill side of `scripts/gemm_bench.py`: reads `dtype m k n reps inner` lines on stdin
 //! (dtype f32, f64 or bf16, with `at` or `bt` appended for a transposed A or B view), times `reps`
-//! runs of `inner` products `(m x k) @ (k x n)` through `quill_cpu::matmul::matmul`, and
-//! answers each with the seconds of each run. Threads follow `RAYON_NUM_THREADS`, the kernel
-//! `QUILL_MATMUL_KERNEL`. Being a small example of this crate alone, it builds in a few
-//! minutes, so two builds (before and after a change) can be driven side by side against NumPy
-//! and PyTorch in one run.
+//! runs of `inner` products `(m x k) @ (k x n)` through `quill_cpu::matmul::matmul` (quill's
+//! layouts into quill-gemm's batched product), and answers each with the seconds of each run.
+//! Threads follow `RAYON_NUM_THREADS`, the kernel `QUILL_MATMUL_KERNEL`. Being a small example
+//! of this crate alone, it builds in a few minutes, so two builds (before and after a change)
+//! can be driven side by side against NumPy and PyTorch in one run.
 
 use half::bf16;
 use quill_core::Layout;

@@ -9,10 +9,10 @@
 //! Causal masking is PyTorch's top-left convention: query `i` sees keys `j <= i`, also when
 //! `lq != lk`.
 
-use crate::matmul::{select_f32, select_f64, Cvt, Gemm, Mat, Real};
 use crate::simd::with_best_simd;
 use crate::CpuStorage;
 use quill_core::{AttnDims, DType, Error, Result};
+use quill_gemm::{select, Cvt, Gemm, Mat, Real};
 use std::ops::{Div, Sub};
 
 /// Query rows per block.
@@ -51,7 +51,7 @@ impl AttnReal for f32 {
         f32::ln(self)
     }
     fn gemm() -> Gemm<f32> {
-        select_f32()
+        select::<f32>()
     }
 }
 
@@ -70,7 +70,7 @@ impl AttnReal for f64 {
         f64::ln(self)
     }
     fn gemm() -> Gemm<f64> {
-        select_f64()
+        select::<f64>()
     }
 }
 

@@ -33,11 +33,11 @@
 mod depthwise;
 mod im2col;
 
-use crate::matmul::{select_f32, select_f64, with_scratch, CacheSizes, Cvt, Gemm, Mat, Real};
 use crate::storage::read;
 use crate::{CpuElement, CpuStorage};
 use im2col::{col2im, im2col, Source};
 use quill_core::{ConvDims, DType, Result};
+use quill_gemm::{select, with_scratch, CacheSizes, Cvt, Gemm, Mat, Real};
 use std::cell::Cell;
 
 /// Multiply-adds below which a call stays on one thread.
@@ -83,12 +83,12 @@ pub(crate) trait ConvReal: Real + CpuElement + Cvt<Self> {
 }
 impl ConvReal for f32 {
     fn gemm() -> Gemm<f32> {
-        select_f32()
+        select::<f32>()
     }
 }
 impl ConvReal for f64 {
     fn gemm() -> Gemm<f64> {
-        select_f64()
+        select::<f64>()
     }
 }
 

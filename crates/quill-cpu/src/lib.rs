@@ -1,9 +1,9 @@
 //! quill-cpu: the CPU backend. `CpuStorage` (one typed buffer, from a size-class pool) and
 //! its kernels: the strided copy family (compact, setitem, fill, cast), elementwise, reductions,
-//! matmul, im2col convolution, max pooling, batch normalisation, fused attention, gather /
-//! scatter, sort / cumsum and fused optimizer updates, threaded through `par` (on rayon's pool),
-//! with cache-tiled and SIMD paths chosen at run time. `backend.rs` exposes them through
-//! quill-core's `Backend` trait.
+//! matmul (quill-gemm's, through `matmul.rs`), im2col convolution, max pooling, batch
+//! normalisation, fused attention, gather / scatter, sort / cumsum and fused optimizer updates,
+//! threaded through `par` (quill-par's fork-join on rayon's pool), with cache-tiled and SIMD
+//! paths chosen at run time. `backend.rs` exposes them through quill-core's `Backend` trait.
 
 #![warn(missing_docs)]
 
@@ -26,9 +26,11 @@ pub mod order;
 pub mod par;
 pub mod pool;
 pub mod reduce;
-pub mod simd;
 pub mod storage;
 pub mod transpose;
+
+/// Run-time SIMD selection (`with_best_simd`), quill-par's.
+pub use quill_par::simd;
 
 pub use storage::{Buf, CpuElement, CpuStorage};
 

@@ -5,7 +5,7 @@
 
 use quill_array::NDArray;
 use quill_core::{s, DType, Element};
-use quill_cpu::matmul::{with_kernel, Kernel};
+use quill_gemm::{with_kernel, Kernel};
 use quill_test_support::Prng;
 
 // ------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 
 use quill_array::NDArray;
 use quill_core::{s, DType};
-use quill_cpu::matmul::{with_kernel, CacheSizes, Kernel};
+use quill_gemm::{with_kernel, CacheSizes, Kernel};
 use quill_test_support::Prng;
 
 /// The naive product of row-major `a` (m x k) and `b` (k x n) in f64.

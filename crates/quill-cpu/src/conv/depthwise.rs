@@ -17,8 +17,8 @@
 //! Planes go to threads whole (sample and channel for the forward and the input gradient).
 
 use super::{per_sample, Geom, GRAIN};
-use crate::matmul::Real;
 use crate::simd::with_best_simd;
+use quill_gemm::Real;
 
 /// Output columns summed in registers at a time (one AVX-512 vector of f32).
 const L: usize = 16;

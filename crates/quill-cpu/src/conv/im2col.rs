@@ -15,7 +15,7 @@
 //! The rest (unpadded layers, whose output is narrower than the input) go row by row.
 
 use super::Geom;
-use crate::matmul::Real;
+use quill_gemm::Real;
 use std::ops::Range;
 
 /// One group's input as [`im2col`] reads it: the input, and its phase planes when the

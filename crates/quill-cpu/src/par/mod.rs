@@ -1,17 +1,12 @@
-//! Threading. `fork` is the fork-join every parallel kernel runs through (the caller takes
-//! parts itself; `placement` keeps its helpers off its core); `for_dst_rows` serves kernels
-//! that write a strided destination: it splits the destination's outermost dim into row ranges
-//! whose memory is disjoint, each its own `&mut` sub-slice. Small arrays stay on the calling
-//! thread.
+//! Threading. The fork-join every parallel kernel runs through is quill-par's (the caller takes
+//! parts itself; helpers step off its core only with `QUILL_PIN_THREADS=1`), re-exported here so
+//! that kernels name it `par::...`. `for_dst_rows`, which needs quill-core's loop plan, serves
+//! kernels that write a strided destination: it splits the destination's outermost dim into row
+//! ranges whose memory is disjoint, each its own `&mut` sub-slice. Small arrays stay on the
+//! calling thread.
 
-mod fork;
-mod placement;
-
-pub use fork::{for_each, for_each_chunk, for_each_item, map, threads};
 use quill_core::LoopPlan;
-
-/// Elements below which a kernel stays on one thread (thread hand-off costs a few µs).
-pub const GRAIN: usize = 1 << 16;
+pub use quill_par::{for_each, for_each_chunk, for_each_item, map, threads, GRAIN};
 
 /// Calls `body(chunk, chunk_start, r0, r1)` for row ranges `r0..r1` of dim 0 of `plan`, where
 /// `chunk` is the part of `dst` holding those rows and `chunk_start` its index in `dst`.

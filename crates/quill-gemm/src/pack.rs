@@ -2,30 +2,14 @@
 //! into the panel order the micro-kernels stream, converting elements on the way (f16/bf16 are
 //! widened to f32 here, so the kernels see only f32 or f64). Panels past the matrix edge are
 //! zero-padded, which lets edge tiles run the full kernel loop. Safe code: every read is
-//! bounds-checked, and a layout that passed `Layout`'s checks never fails those checks.
+//! bounds-checked, and a matrix that lies in its buffer never fails those checks. The traits
+//! (`Cvt`, `Pack`) and `Mat` are `types.rs`'s; this file holds their f32 / f64 / f16 / bf16
+//! implementations for the f32 and f64 kernels (`bf16.rs` and `amx.rs` pack bf16 pairs).
 
+use crate::tuning::{ROW_GROUP, ROW_GROUP_STRIDE};
+use crate::types::{Cvt, Mat, Pack};
 use half::{bf16, f16};
 
-/// An element that packs into a `T` panel.
-pub(crate) trait Cvt<T>: Copy + Send + Sync {
-    fn cvt(self) -> T;
-    /// `data` itself when no conversion is needed, so a kernel may read it unpacked.
-    fn same(_data: &[Self]) -> Option<&[T]> {
-        None
-    }
-    /// `dst[kk * w + i] = runs[i][kk].cvt()` for every run `i` and `kk < kc` through a SIMD
-    /// transpose where this type has one; false (nothing written) where it has none. The
-    /// next panel's runs start `ahead` values past these (0: unknown), to be prefetched.
-    fn transpose_runs(
-        _dst: &mut [T],
-        _runs: &[&[Self]],
-        _kc: usize,
-        _w: usize,
-        _ahead: isize,
-    ) -> bool {
-        false
-    }
-}
 impl Cvt<f32> for f32 {
     #[inline(always)]
     fn cvt(self) -> f32 {
@@ -35,7 +19,7 @@ impl Cvt<f32> for f32 {
         Some(data)
     }
     fn transpose_runs(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize, ahead: isize) -> bool {
-        super::transpose_pack::f32_runs(dst, runs, kc, w, ahead)
+        crate::transpose_pack::f32_runs(dst, runs, kc, w, ahead)
     }
 }
 impl Cvt<f64> for f64 {
@@ -57,127 +41,6 @@ impl Cvt<f32> for bf16 {
     #[inline(always)]
     fn cvt(self) -> f32 {
         self.to_f32()
-    }
-}
-
-/// A strided matrix inside a buffer: element (i, j) is at `off + i * rs + j * cs`.
-pub(crate) struct Mat<'a, S> {
-    pub data: &'a [S],
-    pub off: usize,
-    pub rs: isize,
-    pub cs: isize,
-}
-
-impl<'a, S> Mat<'a, S> {
-    pub fn new(data: &'a [S], off: usize, rs: isize, cs: isize) -> Self {
-        Mat { data, off, rs, cs }
-    }
-    /// Index of element (i, j) in `data`.
-    #[inline(always)]
-    fn at(&self, i: usize, j: usize) -> usize {
-        self.at_signed(i, j) as usize
-    }
-    /// Index of element (i, j) in `data`, signed (for bounds checks before any read).
-    #[inline(always)]
-    pub fn at_signed(&self, i: usize, j: usize) -> isize {
-        self.off as isize + i as isize * self.rs + j as isize * self.cs
-    }
-    /// Whether every element of the `rows x cols` box from element `(i0, j0)` lies in the
-    /// buffer (an empty box does). An element's index is linear in (i, j), so it is enough
-    /// that the box's corners do.
-    pub fn holds(&self, [i0, j0]: [usize; 2], [rows, cols]: [usize; 2]) -> bool {
-        if rows == 0 || cols == 0 {
-            return true;
-        }
-        let (i1, j1) = (i0 + rows - 1, j0 + cols - 1);
-        [(i0, j0), (i1, j0), (i0, j1), (i1, j1)]
-            .iter()
-            .all(|&(i, j)| (0..self.data.len() as isize).contains(&self.at_signed(i, j)))
-    }
-    /// The submatrix whose (0, 0) is element (i, j) of this one (which must exist).
-    pub fn shifted(&self, i: usize, j: usize) -> Self {
-        Mat {
-            data: self.data,
-            off: self.at(i, j),
-            rs: self.rs,
-            cs: self.cs,
-        }
-    }
-}
-
-impl<S: Copy> Mat<'_, S> {
-    /// Element (i, j), bounds-checked against the buffer.
-    #[inline(always)]
-    pub fn get(&self, i: usize, j: usize) -> S {
-        self.data[self.at(i, j)]
-    }
-}
-
-/// A source element type that packs into panels of `P` for one micro-kernel family. `DEPTH`
-/// depth values share one packed `P` (1 for f32 / f64; 2 for bf16 pairs), so a panel of
-/// depth `kc` holds `steps(kc)` steps of `mr` (A) or `nr` (B) values.
-pub(crate) trait Pack<P>: Copy + Send + Sync {
-    const DEPTH: usize;
-    /// Packed steps of a panel of depth `kc`: `kc.div_ceil(DEPTH)`, or more where a kernel
-    /// consumes whole groups of steps (AMX tiles take 16 pairs), the extra steps zero.
-    fn steps(kc: usize) -> usize {
-        kc.div_ceil(Self::DEPTH)
-    }
-    /// `data` as packed values when they need no conversion (f32 and f64), so that a direct
-    /// kernel can read A in place.
-    fn direct(_data: &[Self]) -> Option<&[P]> {
-        None
-    }
-    /// The relative cost per value of packing an operand whose values sit `lane` apart across
-    /// a panel and `depth` apart along it: a copy of runs when each step's values are
-    /// contiguous, a transpose (about a third as fast, measured on f32 A panels) when each
-    /// lane's are, a gather otherwise.
-    fn pack_cost(lane: isize, depth: isize) -> usize {
-        match (lane, depth) {
-            (1, _) => 1,
-            (_, 1) => 3,
-            _ => 4,
-        }
-    }
-    /// Rows `i0..i0 + rows` (rows <= mr), depth `p0..p0 + kc` of `a` into one A panel, rows
-    /// past `rows` zero.
-    fn pack_a(
-        dst: &mut [P],
-        a: &Mat<Self>,
-        i0: usize,
-        rows: usize,
-        p0: usize,
-        kc: usize,
-        mr: usize,
-    );
-    /// Depth `p0..p0 + kc`, columns `j0..j0 + cols` (cols <= nr) of `b` into one B panel,
-    /// columns past `cols` zero.
-    fn pack_b(
-        dst: &mut [P],
-        b: &Mat<Self>,
-        p0: usize,
-        kc: usize,
-        j0: usize,
-        cols: usize,
-        nr: usize,
-    );
-    /// For a kernel that packs B's panels itself (`Gemm::fused`): [`rows_in_place`], when
-    /// that kernel can pack this type's panels from B's rows. None by default.
-    fn fuse_source(_b: &Mat<Self>, _block: [usize; 4]) -> Option<(*const u8, isize)> {
-        None
-    }
-    /// All the B panels of columns `j0..j0 + cols` (any count), panel `q` at
-    /// `dst[q * steps(kc) * nr..]`: panel by panel, unless a type reads B in a better order.
-    fn pack_b_block(
-        dst: &mut [P],
-        b: &Mat<Self>,
-        p0: usize,
-        kc: usize,
-        j0: usize,
-        cols: usize,
-        nr: usize,
-    ) {
-        by_panels(dst, b, p0, kc, j0, cols, nr)
     }
 }
 
@@ -251,16 +114,6 @@ pub(crate) fn b_layouts<S>(data: &[S], k: usize, n: usize) -> [(Mat<'_, S>, &'st
     ]
 }
 
-/// Steps a row-major B block is packed in, across all its panels at once: a panel by itself
-/// reads one short run per row, rows a whole B row apart (4 KiB for 1024 columns), which
-/// defeats the prefetchers and costs a TLB walk per run; a group of rows across all panels
-/// reads each row in one sweep. Eight rows, not 16: on a Zen 4, one thread, 16 x 1024 @
-/// 1024 x 1024 ran 1.13x faster (AVX2 kernel; 1.03x with AVX-512), 64 x 1024 x 1024 1.02-1.03x;
-/// 2 and 4 rows were slower than 16, and a row at a time (every panel per row) 0.76-0.91x.
-const ROW_GROUP: usize = 8;
-/// Bytes between B's rows from which the row-group order is used.
-pub(crate) const ROW_GROUP_STRIDE: usize = 4096;
-
 impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
     const DEPTH: usize = 1;
     fn direct(data: &[S]) -> Option<&[T]> {
@@ -288,8 +141,8 @@ impl<T: Copy + Default, S: Cvt<T>> Pack<T> for S {
         cols: usize,
         nr: usize,
     ) {
-        // Only rows a page or more apart: with shorter rows the panel order read as fast, and
-        // the group order's writes to every panel at once ran 128^3 to 300^3 about 0.9x.
+        // Only rows a page or more apart: with shorter rows the panel order reads as fast, and
+        // the group order's writes to every panel at once cost more (`ROW_GROUP_STRIDE`).
         if b.cs != 1 || cols <= nr || b.rs.unsigned_abs() * size_of::<S>() < ROW_GROUP_STRIDE {
             return by_panels(dst, b, p0, kc, j0, cols, nr);
         }
@@ -468,7 +321,7 @@ fn copy_runs<const W: usize, T: Copy>(dst: &mut [T], data: &[T], start: impl Fn(
 /// The SIMD form of the two scatters above: `count` runs (`run(i)`, each `kc` long) across a
 /// panel `w` wide, the values past `count` zeroed. False, with nothing written, where the
 /// element type has no SIMD transpose or the panel is wider than the runs buffer.
-pub(super) fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
+pub(crate) fn transposed<'a, T: Copy + Default, S: Cvt<T> + 'a>(
     dst: &mut [T],
     count: usize,
     kc: usize,

@@ -3,7 +3,7 @@
 //! depth step `kk` holds run `i`'s value `kk` at `dst[kk * w + i]`. Done one value at a time this
 //! is a strided scatter that costs a third of a 128^3 product; for f32 on x86-64 with AVX it
 //! runs as 4 x 8 register transposes instead, or one 6 x 8 transpose for the six-wide panels
-//! of the AVX2 kernel. (`crate::transpose` has 8x8 and 16x16 blocks for `compact`; a panel is
+//! of the AVX2 kernel. (quill-cpu's `transpose` has 8x8 and 16x16 blocks for `compact`; a panel is
 //! only 6 or 12 values wide, too narrow for those.)
 
 /// Writes `dst[kk * w + i] = runs[i][kk]` for `i < runs.len()`, `kk < kc`, and returns
@@ -13,8 +13,7 @@
 /// `ahead`, when not 0, is how many values past each run the caller's next panel's run
 /// starts: its cache lines are prefetched while this panel is copied. The runs of a
 /// row-major A are rows, often a page or more apart and only `kc` values long, too short for
-/// the hardware prefetchers to learn; without this a 1024^3 product (one thread, AVX2 kernel,
-/// Zen 4) spent 4 % of its time waiting on these loads.
+/// the hardware prefetchers to learn (docs/perf-log/2026-11-28.md).
 pub(crate) fn f32_runs(
     dst: &mut [f32],
     runs: &[&[f32]],
@@ -129,10 +128,8 @@ unsafe fn avx(dst: &mut [f32], runs: &[&[f32]], kc: usize, w: usize, ahead: isiz
 /// Six runs into a panel six wide (the AVX2 f32 kernel's A panels). Eight steps of six runs
 /// are 48 contiguous values, written in one pass from six loads by twelve 4-value stores,
 /// where [`avx`]'s two overlapping groups of four load eight rows and write sixteen 4-value
-/// pieces in two passes over the panel. Packing A for 1024^3 (342 rows a page apart, KC 256,
-/// Zen 4) ran 1.27x faster (25 GB/s against 19.5). That is lost in the noise of a whole
-/// 1024^3 product, but products with few columns (n 32 to 128), whose A pack serves only
-/// a few B panels, ran 1.02-1.07x on one thread.
+/// pieces in two passes over the panel; it matters most to products with few columns, whose
+/// A pack serves only a few B panels (docs/perf-log/2026-11-29.md).
 ///
 /// # Safety
 /// The CPU has AVX; `runs.len() == 6`, every run holds at least `kc` values and `dst` at

@@ -8,7 +8,7 @@
 //! What the nest is and how its sizes are chosen is told in `gemm.rs`.
 
 use super::*;
-use crate::matmul::kernels::{Fuse, FusedKernel};
+use crate::types::{Fuse, FusedKernel};
 
 impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
     /// The loop nest over an m x n block of C at `out` (which `run` checked lies in its slice);
@@ -180,13 +180,10 @@ impl<T: Real, P: bytemuck::Pod, SA: Pack<P>> Block<'_, T, P, SA> {
         }
         // Each row tile sweeps a run of B panels (`Gemm::sweep` bytes) before the next row
         // tile starts, so its C tile moves along its rows for a few tiles instead of only down
-        // a column of tiles whose rows may all share one L1 set. On a Zen 4, 2 threads, AVX2
-        // kernel (runs of two 16 KiB panels), that ran 1.00-1.05x against panel by panel
-        // (medians of 21 rounds, 64^3 to 1536^3 and 256 x 784 x 512; one thread 0.99-1.02x).
-        // Runs of 64 KiB or more lost up to 7 % at 128 x 784 x 512, where each row tile
-        // then streams more B from L2 than its A panel saves; so did runs of two AVX-512
-        // panels there (64 KiB each at KC 512, which thus go panel by panel). B read in place
-        // (few rows) goes panel by panel, each panel's rows fetched once for all row tiles.
+        // a column of tiles whose rows may all share one L1 set. Longer runs (64 KiB or more)
+        // stream more of B from L2 than a row tile's A panel saves, so AVX-512's 64 KiB panels
+        // go panel by panel (docs/perf-log/2026-11-29.md). B read in place (few rows) goes
+        // panel by panel, each panel's rows fetched once for all row tiles.
         let sweep = if self.b_in_place.is_some() {
             0
         } else {

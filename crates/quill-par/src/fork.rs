@@ -9,7 +9,7 @@
 //! (`placement.rs`). A panic in
 //! a helper's part is caught and raised again on the caller, as rayon's iterators do.
 
-use super::placement;
+use crate::placement;
 use rayon::prelude::*;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -26,7 +26,7 @@ struct Shared {
 /// Runs `f(0)`, ..., `f(parts - 1)`, each once, on this thread and up to `threads - 1`
 /// helpers. Which thread runs which part varies; callers make each part's result independent
 /// of that. With `threads <= 1` (or one part) the parts run in order on this thread, which
-/// the loop nest's fusing kernel relies on (`matmul/gemm/nest.rs`).
+/// quill-gemm's fusing kernel relies on (its loop nest, `gemm/nest.rs`).
 pub fn for_each<F: Fn(usize) + Sync>(parts: usize, threads: usize, f: F) {
     if parts <= 1 || threads <= 1 {
         (0..parts).for_each(f);

@@ -2,192 +2,33 @@
 //! (A: `MR` values per step, B: `NR` values per step, zero-padded past the matrix edge).
 //! The AVX-512 and AVX2+FMA kernels are stamped from one macro, so the code that runs only on
 //! AVX-512 machines is the same text as the code tested everywhere else; only the tile shape
-//! and the intrinsics differ. The portable kernel is plain Rust that LLVM vectorises.
+//! and the intrinsics differ. The portable kernel is plain Rust that LLVM vectorises. At the end,
+//! each of f32 and f64 lists its kernels of every family (`Family`), which the selection table
+//! (`select.rs`) sizes and combines.
 
-use super::gemm::Real;
-
-/// A micro-kernel's operands. `a` holds `kc * MR` packed values; depth step `p` of B is the
-/// `NR` values at `b + p * bs` (`bs` is `NR` for a packed panel, B's row stride when B is read
-/// in place) (`P` is `T`, or a bf16 pair for the bf16 kernel); `c` points at the tile's
-/// top-left element of a row-major matrix with row stride `ldc`, of which the kernel touches
-/// `mr` rows and `nr` columns. `first` overwrites `c`, otherwise it accumulates. A direct
-/// kernel (one that reads A unpacked) instead finds A's element (i, p) at
-/// `a + i * ars + p * acs` for `i < mr`.
-pub(crate) struct Tile<T, P = T> {
-    pub kc: usize,
-    pub a: *const P,
-    pub ars: isize,
-    pub acs: isize,
-    pub b: *const P,
-    pub bs: isize,
-    pub c: *mut T,
-    pub ldc: usize,
-    pub first: bool,
-    pub mr: usize,
-    pub nr: usize,
-    /// Null, or (only for a kernel whose `Gemm` says it narrows, on a product's last depth
-    /// block) where the tile's final sums go as bf16 bits, at the same `ldc`, instead of `c`.
-    pub narrow: *mut u16,
-}
-
-/// What a fusing kernel (`Gemm::fused`) needs to pack its B panel itself while it multiplies:
-/// step `s` reads the `DEPTH` rows of B (1 for f32 and f64; 2 for bf16, which it pairs) from
-/// byte `src + DEPTH * s * rs` on, each row `rs` bytes after the one before, `NR` source
-/// values each (steps `s >= whole` read only their first row and take the others as zero),
-/// and stores the step at `out + s * NR`, the panel the later row tiles then read.
-pub(crate) struct Fuse<P> {
-    pub src: *const u8,
-    pub rs: isize,
-    pub whole: usize,
-    pub out: *mut P,
-}
-
-/// A kernel that packs its B panel as it goes (see [`Fuse`]); its tile's `b` and `bs` go
-/// unread.
-///
-/// # Safety
-/// As [`MicroKernel`] for `t.a`, `t.c` and `t.narrow`, with a full `NR`-wide tile; for every
-/// step `s < t.kc`, the `NR` source values of each row that [`Fuse`] says step `s` reads are
-/// valid for reads, and `f.out + s * NR` for writes of `NR` values that nothing else reads or
-/// writes meanwhile.
-pub(crate) type FusedKernel<T, P = T> = unsafe fn(&Tile<T, P>, &Fuse<P>);
-
-/// # Safety
-/// `t.a` is valid for reads of `kc * MR` values, `t.b + p * t.bs` of `NR` values for every
-/// `p < kc` (for a direct kernel:
-/// `t.a` is valid for reads at `a + i * ars + p * acs` for every `i < mr`, `p < kc`, and
-/// `1 <= mr`); `t.c` is valid for reads and writes of `mr` rows of `nr` values at stride
-/// `ldc`, with `mr <= MR`, `nr <= NR`; the CPU has the kernel's target features.
-pub(crate) type MicroKernel<T, P = T> = unsafe fn(&Tile<T, P>);
-
-/// Which micro-kernel family runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// AMX tiles for bf16 (32x32 micro-tile, `amx.rs`); f32 and f64 run the AVX-512 kernels.
-    Amx,
-    /// AVX-512F: f32 12x32, f64 12x16 tiles.
-    Avx512,
-    /// AVX2 + FMA: f32 6x16, f64 6x8 tiles.
-    Avx2,
-    /// Portable Rust: f32 4x16, f64 4x8 tiles.
-    Generic,
-}
-
-impl Kernel {
-    /// Every family, fastest first ([`Kernel::best`] takes the first one available).
-    pub const ALL: [Kernel; 4] = [Kernel::Amx, Kernel::Avx512, Kernel::Avx2, Kernel::Generic];
-
-    /// Whether this CPU (and, for AMX, the OS, which must grant the tile state) can run the
-    /// family. Always false off x86-64 except for `Generic`.
-    pub fn is_available(self) -> bool {
-        match self {
-            Kernel::Amx => super::amx::available(),
-            #[cfg(target_arch = "x86_64")]
-            // Its narrowest stampings are AVX2 + FMA code (every AVX-512 CPU has both).
-            Kernel::Avx512 => {
-                is_x86_feature_detected!("avx512f")
-                    && is_x86_feature_detected!("avx2")
-                    && is_x86_feature_detected!("fma")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
-            Kernel::Generic => true,
-            #[allow(unreachable_patterns)]
-            _ => false,
-        }
-    }
-
-    /// The fastest kernel this CPU runs.
-    pub fn best() -> Kernel {
-        Kernel::ALL
-            .into_iter()
-            .find(|k| k.is_available())
-            .unwrap_or(Kernel::Generic)
-    }
-
-    /// Whether the environment variable `REQUIRE_KERNELS` (comma-separated names as
-    /// `QUILL_MATMUL_KERNEL` spells them, plus `avx512bf16` for the bf16 dot-product path)
-    /// names this kernel: tests that would skip it on a CPU without it fail instead, so that
-    /// a run on a machine meant to have it never passes by skipping (as `REQUIRE_CUDA=1` does
-    /// for the GPU).
-    pub fn required(self) -> bool {
-        required(self.name())
-    }
-
-    /// The kernel's name as `QUILL_MATMUL_KERNEL` and `REQUIRE_KERNELS` spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Amx => "amx",
-            Kernel::Avx512 => "avx512",
-            Kernel::Avx2 => "avx2",
-            Kernel::Generic => "generic",
-        }
-    }
-
-    /// The kernels this CPU runs, for test suites, each one it lacks noted on stderr; an
-    /// error names one it lacks that `REQUIRE_KERNELS` asks for ([`Kernel::required`]).
-    pub fn testable() -> Result<Vec<Kernel>, String> {
-        let mut here = Vec::new();
-        for k in Kernel::ALL {
-            if k.is_available() {
-                here.push(k);
-            } else if k.required() {
-                return Err(lacks(k.name()));
-            } else {
-                eprintln!("note: no {} here; that kernel is not exercised", k.name());
-            }
-        }
-        Ok(here)
-    }
-
-    /// The kernel whose [`Kernel::name`] is `s`, ignoring ASCII case (how
-    /// `QUILL_MATMUL_KERNEL` is read); `None` for any other string.
-    pub fn parse(s: &str) -> Option<Kernel> {
-        Kernel::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s))
-    }
-}
-
-/// Whether `REQUIRE_KERNELS` names `name` (see [`Kernel::required`]).
-fn required(name: &str) -> bool {
-    std::env::var("REQUIRE_KERNELS")
-        .is_ok_and(|v| v.split(',').any(|s| s.trim().eq_ignore_ascii_case(name)))
-}
-
-/// The failure of a run whose `REQUIRE_KERNELS` names `name`, which this CPU lacks.
-fn lacks(name: &str) -> String {
-    format!("REQUIRE_KERNELS names {name}; this CPU lacks it")
-}
-
-/// For a test about to skip the path `name` (as `REQUIRE_KERNELS` spells it) that this CPU
-/// lacks: fails when `REQUIRE_KERNELS` names it, else notes `what` was not run.
-#[cfg(test)]
-pub(crate) fn skip(name: &str, what: &str) {
-    assert!(!required(name), "{}", lacks(name));
-    eprintln!("note: no {name} here; {what} not run");
-}
+use crate::types::{Family, GenericKernel, KernelSet, Real, Tile};
+#[cfg(target_arch = "x86_64")]
+use crate::types::{Fuse, SimdFamily, Stamps};
 
 /// Stamps a SIMD micro-kernel family: `R` rows (at most `$mr`, the packed A panel's height) by
 /// `V` vectors (at most `$nv`) of `$lanes` lanes. Accumulators live in a fixed array that LLVM
 /// keeps in registers (the loops have constant trip counts). The full `$mr` x `$nv` stamping
 /// does the bulk; the shorter and narrower ones serve a matrix's last row tile and last column
-/// panel (`gemm::Stamps`), so that 100 x 100 pays for 100 x 100 and not 108 x 128. Packed B is
+/// panel (`types::Stamps`), so that 100 x 100 pays for 100 x 100 and not 108 x 128. Packed B is
 /// read at stride `bs` whatever `V`, so every stamping shares one packing.
 /// `DIRECT` reads A unpacked through its strides (rows past `mr` re-read row `mr - 1`, so the
 /// loop keeps its constant shape without reading outside A; their sums are never stored).
-/// With `fused $fused`, also the family's fusing kernel ([`FusedKernel`], full `$mr` rows):
+/// With `fused $fused`, also the family's fusing kernel ([`FusedKernel`](crate::types::FusedKernel), full `$mr` rows):
 /// B's steps read from B's rows and stored to the panel as they are used. Its loads and
 /// stores then overlap the tile's FMAs instead of running as a packing pass of their own,
-/// whose stores the kernel reloaded through L2 (on a Zen 4, AVX2 f32, one thread, that pass
-/// had been 7 % of a 128 x 784 @ 784 x 512 product's samples, 1.65x OpenBLAS's B copy).
+/// whose stores the kernel reloaded through L2 (docs/perf-log/2026-11-30.md).
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_kernel {
     ($name:ident $(fused $fused:ident)?, $feat:literal, $t:ty, $mr:literal, $nv:literal,
      $lanes:literal, $zero:ident, $load:ident, $store:ident, $set1:ident, $fma:ident,
      $add:ident) => {
         /// # Safety
-        /// See [`MicroKernel`], with `mr <= R <= MR` and `nr <= V * lanes`; the CPU must
+        /// See [`MicroKernel`](crate::types::MicroKernel), with `mr <= R <= MR` and `nr <= V * lanes`; the CPU must
         /// support the features named in `target_feature`.
         #[target_feature(enable = $feat)]
         pub(crate) unsafe fn $name<const DIRECT: bool, const R: usize, const V: usize>(
@@ -200,7 +41,7 @@ macro_rules! simd_kernel {
         }
         $(
         /// # Safety
-        /// See [`FusedKernel`], with `t.nr == NR`; the CPU must support the features named in
+        /// See [`FusedKernel`](crate::types::FusedKernel), with `t.nr == NR`; the CPU must support the features named in
         /// `target_feature`.
         #[target_feature(enable = $feat)]
         pub(crate) unsafe fn $fused(t: &Tile<$t>, f: &Fuse<$t>) {
@@ -217,8 +58,8 @@ macro_rules! simd_kernel {
         /// stored to its panel as they are read.
         ///
         /// # Safety
-        /// The contract of the kernel it serves: [`MicroKernel`], with `FUSE`
-        /// [`FusedKernel`] for `*f` (then `R` and `V` are the full tile's).
+        /// The contract of the kernel it serves: [`MicroKernel`](crate::types::MicroKernel), with `FUSE`
+        /// [`FusedKernel`](crate::types::FusedKernel) for `*f` (then `R` and `V` are the full tile's).
         #[target_feature(enable = $feat)]
         #[inline]
         unsafe fn body<const DIRECT: bool, const R: usize, const V: usize, const FUSE: bool>(
@@ -285,7 +126,7 @@ macro_rules! simd_kernel {
             };
             // Four steps per trip: the loop's own counter and pointer updates are then a
             // small share of the issue slots the FMAs need. Not for the direct kernel, whose
-            // row pointers already crowd the registers (unrolled, 64^3 ran 0.75-0.9x).
+            // row pointers already crowd the registers (unrolled, it ran slower).
             let quads = if DIRECT { 0 } else { t.kc / 4 * 4 };
             for p in (0..quads).step_by(4) {
                 for u in 0..4 {
@@ -390,10 +231,10 @@ simd_kernel!(
     _mm512_fmadd_ps,
     _mm512_add_ps
 );
-// The AVX-512 families' narrowest stampings (`gemm::Stamps`: an edge of at most 8 f32 or 4 f64
-// columns): half vectors on the packed panels' MR of 12. Zen 4 runs a 512-bit FMA as two
-// halves, one per cycle, and 256-bit ones two per cycle, so a 16-lane stamping for a 4-column
-// edge did four times the work it needed, not twice.
+// The AVX-512 families' narrowest stampings (`types::Stamps`: an edge of at most 8 f32 or 4 f64
+// columns): half vectors on the packed panels' MR of 12. A core that runs a 512-bit FMA as two
+// halves, one per cycle, and 256-bit ones two per cycle (AMD's Zen 4) would otherwise do four
+// times the work a 4-column edge needs, not twice.
 #[cfg(target_arch = "x86_64")]
 simd_kernel!(
     avx512_f32_half,
@@ -444,7 +285,7 @@ simd_kernel!(
 /// through its strides, as the SIMD kernels do.
 ///
 /// # Safety
-/// See [`MicroKernel`].
+/// See [`MicroKernel`](crate::types::MicroKernel).
 pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize, const DIRECT: bool>(
     t: &Tile<T>,
 ) {
@@ -482,3 +323,91 @@ pub(crate) unsafe fn generic<T: Real, const MR: usize, const NR: usize, const DI
         }
     }
 }
+
+/// The [`Stamps`] of SIMD kernel `$k`, whose MR is `$mr` and whose vectors hold `$lanes`; with
+/// `$half`, a kernel of the same MR whose one vector holds `$lanes / 2`, for the narrowest
+/// edges.
+#[cfg(target_arch = "x86_64")]
+macro_rules! stamps {
+    ($k:path, $mr:literal, $lanes:literal) => {
+        stamps!($k, $mr, $lanes, $k, $lanes)
+    };
+    ($k:path, $mr:literal, $lanes:literal, half $h:path) => {
+        stamps!($k, $mr, $lanes, $h, $lanes / 2)
+    };
+    ($k:path, $mr:literal, $lanes:literal, $h:path, $hl:expr) => {{
+        use $h as h;
+        use $k as k;
+        const R1: usize = $mr / 3;
+        const R2: usize = 2 * $mr / 3;
+        Stamps {
+            rows: [R1, R2, $mr],
+            cols: [$hl, $lanes, 2 * $lanes],
+            packed: [
+                [h::<false, R1, 1>, k::<false, R1, 1>, k::<false, R1, 2>],
+                [h::<false, R2, 1>, k::<false, R2, 1>, k::<false, R2, 2>],
+                [h::<false, $mr, 1>, k::<false, $mr, 1>, k::<false, $mr, 2>],
+            ],
+            direct: [
+                [h::<true, R1, 1>, k::<true, R1, 1>, k::<true, R1, 2>],
+                [h::<true, R2, 1>, k::<true, R2, 1>, k::<true, R2, 2>],
+                [h::<true, $mr, 1>, k::<true, $mr, 1>, k::<true, $mr, 2>],
+            ],
+        }
+    }};
+}
+
+/// `Family` for `$t`: the AVX-512 kernels (12 rows, vectors of `$l` lanes, half vectors at the
+/// narrowest edges), the AVX2 ones (6 rows, vectors of `$h` lanes) and the portable 4 x `$l`.
+macro_rules! kernel_set {
+    ($t:ty, $l:literal, $h:literal, $avx512:ident, $half:ident, $fused512:ident, $avx2:ident,
+     $fused2:ident) => {
+        impl Family for $t {
+            fn kernels() -> KernelSet<$t> {
+                KernelSet {
+                    #[cfg(target_arch = "x86_64")]
+                    avx512: SimdFamily {
+                        mr: 12,
+                        nr: 2 * $l,
+                        stamps: stamps!(self::$avx512, 12, $l, half self::$half),
+                        fused: $fused512,
+                    },
+                    #[cfg(target_arch = "x86_64")]
+                    avx2: SimdFamily {
+                        mr: 6,
+                        nr: 2 * $h,
+                        stamps: stamps!(self::$avx2, 6, $h),
+                        fused: $fused2,
+                    },
+                    generic: GenericKernel {
+                        mr: 4,
+                        nr: $l,
+                        packed: generic::<$t, 4, $l, false>,
+                        direct: generic::<$t, 4, $l, true>,
+                    },
+                }
+            }
+        }
+    };
+}
+
+kernel_set!(
+    f32,
+    16,
+    8,
+    avx512_f32,
+    avx512_f32_half,
+    avx512_f32_fused,
+    avx2_f32,
+    avx2_f32_fused
+);
+kernel_set!(
+    f64,
+    8,
+    4,
+    avx512_f64,
+    avx512_f64_half,
+    avx512_f64_fused,
+    avx2_f64,
+    avx2_f64_fused
+);

@@ -2,6 +2,11 @@
 //! loop of the nest (`super`), against naive products.
 
 use super::*;
+use crate::kernel::{skip, Kernel};
+use crate::kernels;
+use crate::select::select;
+use crate::types::Family;
+use crate::with_kernel;
 
 fn zen3() -> CacheSizes {
     CacheSizes {
@@ -106,14 +111,9 @@ fn split_weighs_packing() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn stampings_fit_edge_tiles() {
-    let g = Gemm::for_caches(kernels::avx512_f32::<false, 12, 2>, 12, 32, 1, zen3()).with_stamps(
-        stamps!(
-            kernels::avx512_f32,
-            12,
-            16,
-            half kernels::avx512_f32_half
-        ),
-    );
+    let set = f32::kernels();
+    let full = set.avx512.stamps.packed[2][2];
+    let g = Gemm::for_caches(full, 12, 32, 1, zen3()).with_stamps(set.avx512.stamps);
     let s = g.stamps.unwrap();
     for mr in 1..=12 {
         for nr in 1..=32 {
@@ -123,8 +123,8 @@ fn stampings_fit_edge_tiles() {
     }
     assert_eq!(s.cols, [8, 16, 32]);
     // Without a half-width kernel the narrowest class is one vector again.
-    let g2 = Gemm::for_caches(kernels::avx2_f64::<false, 6, 2>, 6, 8, 1, zen3())
-        .with_stamps(stamps!(kernels::avx2_f64, 6, 4));
+    let avx2 = f64::kernels().avx2;
+    let g2 = Gemm::for_caches(avx2.stamps.packed[2][2], 6, 8, 1, zen3()).with_stamps(avx2.stamps);
     let s2 = g2.stamps.unwrap();
     assert_eq!(s2.cols, [4, 4, 8]);
     assert_eq!(s2.index(2, 4), (0, 0));
@@ -158,7 +158,7 @@ fn values(seed: u64, n: usize) -> Vec<f32> {
 #[test]
 fn b_in_place_unless_rows_alias() {
     for kern in Kernel::testable().unwrap() {
-        let g = super::super::with_kernel(kern, select_f32).unwrap();
+        let g = with_kernel(kern, select::<f32>).unwrap();
         let data = vec![1.0f32; 64 * 4096];
         let readable = |k: usize, off: usize, rs: isize| {
             g.b_readable([k, 64], &Mat::new(&data, off, rs, 1))
@@ -222,7 +222,7 @@ fn tiny_blocks_every_loop() {
         l3: 1,
     };
     for kern in Kernel::testable().unwrap() {
-        let g = super::super::with_kernel(kern, select_f32).unwrap();
+        let g = with_kernel(kern, select::<f32>).unwrap();
         let tiny_g = Gemm {
             direct: g.direct,
             stamps: g.stamps,
@@ -328,7 +328,7 @@ fn fused_packing_matches_packing_first<T: Real + Pack<T> + From<f32> + Into<f64>
 ) -> usize {
     let mut fusing = 0;
     for kern in Kernel::testable().unwrap() {
-        let g = super::super::with_kernel(kern, select).unwrap();
+        let g = with_kernel(kern, select).unwrap();
         if g.fused.is_none() {
             continue;
         }
@@ -356,7 +356,7 @@ fn fused_packing_matches_packing_first<T: Real + Pack<T> + From<f32> + Into<f64>
             let to_t = |v: Vec<f32>| v.into_iter().map(T::from).collect::<Vec<T>>();
             let (a, data) = (to_t(values(8, m * k + 3)), to_t(values(9, k * (n + 3) + 1)));
             let a = Mat::new(&a, 3, k as isize, 1);
-            let bs = super::super::pack::b_layouts(&data, k, n);
+            let bs = crate::pack::b_layouts(&data, k, n);
             for (b, what) in &bs {
                 let case = format!("{kern:?} {m}x{k}x{n}, B {what}");
                 let run = |g: &Gemm<T>, threads: usize| {
@@ -402,14 +402,57 @@ fn fused_packing_matches_packing_first<T: Real + Pack<T> + From<f32> + Into<f64>
 
 #[test]
 fn fused_f32_packing_matches_packing_first() {
-    if fused_packing_matches_packing_first(select_f32, f32::EPSILON as f64) == 0 {
-        kernels::skip("avx2", "the f32 fusing kernels");
+    if fused_packing_matches_packing_first(select::<f32>, f32::EPSILON as f64) == 0 {
+        skip("avx2", "the f32 fusing kernels");
     }
 }
 
 #[test]
 fn fused_f64_packing_matches_packing_first() {
-    if fused_packing_matches_packing_first(select_f64, f64::EPSILON) == 0 {
-        kernels::skip("avx2", "the f64 fusing kernels");
+    if fused_packing_matches_packing_first(select::<f64>, f64::EPSILON) == 0 {
+        skip("avx2", "the f64 fusing kernels");
     }
+}
+
+/// The one selection table gives each family its tile, stampings, fusing limits and depth
+/// blocks, f32 and f64 alike (the sizes `select_f32` / `select_f64` gave before the table): the
+/// AVX-512 kernels (also under AMX) fuse at any stride and never for few rows, AVX2 below a
+/// page and from 13 rows, the portable kernel not at all; bf16 on AMX takes 2048-deep blocks.
+#[test]
+fn selection_table_per_family() {
+    let caches = CacheSizes::get();
+    for kern in Kernel::testable().unwrap() {
+        let g32 = with_kernel(kern, select::<f32>).unwrap();
+        let g64 = with_kernel(kern, select::<f64>).unwrap();
+        let (t32, t64, fuse) = match kern {
+            Kernel::Amx | Kernel::Avx512 => ([12, 32], [12, 16], Some((usize::MAX, usize::MAX))),
+            Kernel::Avx2 => ([6, 16], [6, 8], Some((4096, 13))),
+            Kernel::Generic => ([4, 16], [4, 8], None),
+        };
+        for (got, want_tile) in [(chosen(&g32, caches), t32), (chosen(&g64, caches), t64)] {
+            let (tile, fused, stamps, [sizes, derived]) = got;
+            assert_eq!(tile, want_tile, "{kern:?}");
+            assert_eq!(fused, fuse, "{kern:?}");
+            assert_eq!(stamps, kern != Kernel::Generic, "{kern:?}");
+            assert_eq!(sizes, derived, "{kern:?}");
+        }
+        if let Some(g) = with_kernel(kern, crate::select::amx_tiles).unwrap() {
+            assert_eq!(g.sizes()[..3], [32, 32, 2048]);
+            assert!(g.narrows && g.fused.is_none());
+        }
+        if let Some(g) = with_kernel(kern, crate::select::bf16_pairs).unwrap() {
+            let derived = Gemm::<f32, u32>::for_caches(g.kernel, 12, 32, 2, caches).sizes();
+            assert_eq!(g.sizes(), derived);
+            assert!(g.narrows && g.fused.is_some() && g.fuse_rows == usize::MAX);
+        }
+    }
+}
+
+/// What the selection table chose for `g`: its tile, its fusing limits, whether it has
+/// stampings, and its sizes beside those the caches' rule derives for its tile.
+type Chosen = ([usize; 2], Option<(usize, usize)>, bool, [[usize; 5]; 2]);
+fn chosen<T: Real>(g: &Gemm<T>, c: CacheSizes) -> Chosen {
+    let derived = Gemm::for_caches(g.kernel, g.mr, g.nr, 1, c).sizes();
+    let fuse = g.fused.map(|_| (g.fuse_below, g.fuse_rows));
+    ([g.mr, g.nr], fuse, g.stamps.is_some(), [g.sizes(), derived])
 }

@@ -3,15 +3,14 @@
 //! 16 x 16 f32 tile, 8192 multiply-adds per instruction. The micro-tile is 32 x 32: four C tiles
 //! stay in tile registers while two A and two B tiles stream in per 32 depth values. The loop nest
 //! is `gemm/nest.rs`'s; this file owns the packing, the kernel, and asking Linux for the tile state
-//! (a process must request it before its first tile instruction).
+//! (a process must request it before its first tile instruction). Its depth blocks are
+//! `tuning.rs`'s AMX row.
 //!
 //! Stable Rust has no AMX intrinsics, so the kernel is one `asm!` block; the compiler never
 //! allocates tile registers itself, so nothing else touches them between instructions.
 
-use super::bf16::{narrow_rows, Narrow};
-use super::gemm::Gemm;
-use super::kernels::{Kernel, Tile};
-use super::pack::{Mat, Pack};
+use crate::bf16::{narrow_rows, Narrow};
+use crate::types::{Mat, Pack, Tile};
 use half::bf16;
 
 /// Two consecutive depth values of bf16, the lower depth in the low half: the pair AMX reads.
@@ -25,20 +24,11 @@ unsafe impl bytemuck::Zeroable for TilePair {}
 unsafe impl bytemuck::Pod for TilePair {}
 
 /// Rows of the micro-tile: two A tiles.
-const MR: usize = 32;
+pub(crate) const MR: usize = 32;
 /// Columns of the micro-tile: two B tiles.
-const NR: usize = 32;
+pub(crate) const NR: usize = 32;
 /// Depth pairs per tile row (64 bytes, the widest tile row).
 const GROUP: usize = 16;
-/// Depth pairs per depth block: 2048 depth values, so that products up to k = 2048 keep C in
-/// the tile registers from first to last step. AMX reads its tiles from L2 nearly as fast as
-/// from L1, while a 32 x 32 C tile's trip out to memory and back between depth blocks (8 KiB,
-/// rows 4 KiB apart) cost more than the products of a 384-deep block. Measured on an Emerald
-/// Rapids Xeon, one pinned thread, against the L1-sized 384-deep blocks (medians of 7-9
-/// alternating rounds): 1024^3 1.26-1.40x, 2048^3 1.40x, 512 x 2048 x 512 1.09x, and within
-/// noise where k <= 384.
-const DEEP_STEPS: usize = 1024;
-
 impl Pack<TilePair> for bf16 {
     const DEPTH: usize = 2;
 
@@ -140,10 +130,10 @@ impl Pack<TilePair> for bf16 {
         let panel_len = <bf16 as Pack<TilePair>>::steps(kc) * nr;
         if b.cs == 1 {
             let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
-            super::bf16::pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], panel_len);
+            crate::bf16::pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], panel_len);
             return;
         }
-        super::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
+        crate::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
     }
 }
 
@@ -194,16 +184,6 @@ fn request() -> bool {
     false
 }
 
-/// The AMX bf16 GEMM when [`Kernel::Amx`] is the active kernel family.
-pub(crate) fn select() -> Option<Gemm<f32, TilePair>> {
-    #[cfg(target_arch = "x86_64")]
-    if super::active_kernel() == Kernel::Amx {
-        let caches = super::cache::CacheSizes::get();
-        return Some(Gemm::for_steps(amx_bf16, MR, NR, 2, DEEP_STEPS, caches).with_narrow());
-    }
-    None
-}
-
 /// The tile configuration: palette 1, all eight tiles 16 rows of 64 bytes.
 #[repr(C, align(64))]
 struct Config([u8; 64]);
@@ -224,7 +204,7 @@ static CONFIG: Config = {
 /// tiles in tmm0-3, A tiles in tmm4-5, B tiles in tmm6-7.
 ///
 /// # Safety
-/// See [`super::kernels::MicroKernel`]: `t.a` holds `t.kc * 32` pairs in `pack_a`'s groups,
+/// See `MicroKernel`: `t.a` holds `t.kc * 32` pairs in `pack_a`'s groups,
 /// `t.b + s * t.bs` 32 pairs for every step `s < t.kc`, and `t.kc` is a positive multiple of
 /// 16; the CPU has AMX-TILE and AMX-BF16 and [`available`] returned true.
 #[cfg(target_arch = "x86_64")]
@@ -414,8 +394,8 @@ unsafe fn tiles(
 
 #[cfg(test)]
 mod tests {
-    use super::super::to_bf16;
     use super::*;
+    use crate::batch::to_bf16;
 
     /// A different bf16 bit pattern for each `e` below 16 000 (all finite): packing moves
     /// bits, so every misplaced value shows (`bf16::from_f32(e)` repeats values past 256).
@@ -511,7 +491,7 @@ mod tests {
     fn kernel_full_and_edge_tiles() {
         if !available() {
             // Also where Linux refused the tile state.
-            super::super::kernels::skip("amx", "the AMX kernel");
+            crate::kernel::skip("amx", "the AMX kernel");
             return;
         }
         let (m, k, n) = (32, 100, 32);

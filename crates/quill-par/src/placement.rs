@@ -1,10 +1,10 @@
-//! Where a GEMM helper runs, when `QUILL_PIN_THREADS=1` asks for it (off by default: a
-//! library does not move its caller's threads unasked). A pool thread woken for a fork-join
-//! region can be queued on the core of the thread that woke it, which goes on running its own
-//! parts: the helper then waits out the caller's time slice, or shares its core, and the
-//! product runs at one thread's speed. That was seen on a 2-vCPU VM, in streaks after idle
-//! (docs/perf-log/2026-11-30.md). With the switch on, a helper that finds itself on the
-//! caller's core steps aside: it narrows its own affinity to exclude that core, which makes
+//! Where a fork-join helper (a GEMM's, say) runs, when `QUILL_PIN_THREADS=1` asks for it (off
+//! by default: a library does not move its caller's threads unasked). A pool thread woken for
+//! a fork-join region can be queued on the core of the thread that woke it, which goes on
+//! running its own parts: the helper then waits out the caller's time slice, or shares its
+//! core, and the product runs at one thread's speed. That was seen on a 2-vCPU VM, in streaks
+//! after idle (docs/perf-log/2026-11-30.md). With the switch on, a helper that finds itself on
+//! the caller's core steps aside: it narrows its own affinity to exclude that core, which makes
 //! the kernel migrate it at once, then restores the mask it had, so it stays free to run
 //! anywhere afterwards. Linux only; elsewhere nothing moves.
 

@@ -3,8 +3,8 @@
 //! NumPy's result computed in that dtype (wrapping is a ring homomorphism); bool matmul is the
 //! logical or of ands. Rows are split across threads above the grain size.
 
-use super::{Batch, Dims};
-use crate::par::{self, GRAIN};
+use crate::batch::{Batch, Dims};
+use quill_par::{self as par, GRAIN};
 
 /// An element with an exact accumulator.
 pub(crate) trait Accumulate: Copy + Send + Sync {

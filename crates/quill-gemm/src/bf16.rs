@@ -5,10 +5,9 @@
 //! (here) and the micro-kernel differ. The kernel rounds a product's finished tiles to bf16 itself
 //! (`narrow_rows`, which `amx.rs` shares). Other CPUs widen bf16 to f32 while packing.
 
-use super::gemm::Gemm;
-use super::kernels::Tile;
-use super::pack::{Mat, Pack};
+use crate::types::{Mat, Pack, Tile};
 use half::bf16;
+use quill_par::simd::with_best_simd;
 
 /// Two consecutive depth values packed for `vdpbf16ps`; `None` past the end is zero.
 #[inline(always)]
@@ -94,7 +93,7 @@ impl Pack<u32> for bf16 {
                 pair_runs(dst, nr, b.data, [lo0, hi0], 2 * b.rs, whole)
             };
             let first = if runs { whole } else { 0 };
-            crate::simd::with_best_simd(
+            with_best_simd(
                 #[inline(always)]
                 || {
                     for (s, step) in dst.chunks_exact_mut(nr).enumerate().skip(first) {
@@ -126,7 +125,7 @@ impl Pack<u32> for bf16 {
         if !wide_pairs() {
             return None;
         }
-        super::pack::rows_in_place(b, block)
+        crate::pack::rows_in_place(b, block)
     }
 
     fn pack_b_block(
@@ -142,7 +141,7 @@ impl Pack<u32> for bf16 {
             pairs_by_rows(dst, b, [p0, kc, j0, cols, nr], kc.div_ceil(2) * nr);
             return;
         }
-        super::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
+        crate::pack::by_panels(dst, b, p0, kc, j0, cols, nr);
     }
 
     const DEPTH: usize = 2;
@@ -181,9 +180,8 @@ const PAIR_RUN: usize = 32;
 /// and pairs the 32 values from `data[lo + i * src_step]` on (low halves) with those from
 /// `data[hi + i * src_step]` on. Two `vpermt2w` per step, where the CPU has AVX-512BW; false,
 /// with nothing written, elsewhere or where a step would fall outside `dst` or `data`. Step by
-/// step through slices and `pair_step`, the bounds checks, stack reloads and call setup took
-/// about 20 cycles a step, even with B in L2 (a sixth of a 64 x 1024 @ 1024 x 1024 product on
-/// one Zen 4 thread).
+/// step through slices and `pair_step`, the bounds checks, stack reloads and call setup cost
+/// several times the step's own moves (docs/perf-log/2026-11-29.md).
 fn pair_runs(
     dst: &mut [u32],
     dst_step: usize,
@@ -301,9 +299,8 @@ unsafe fn interleave_run(
 /// `Pack::pack_a` for a row-major A whose rows' runs all start 4-byte aligned: each run's
 /// pairs are then already the `u32` words the panel holds, so packing is `pack::transposed`'s
 /// f32 transpose of those words (loads, shuffles and stores only, so every bit pattern comes
-/// through; rows past `rows` zeroed there). Value by value this scatter was 3-5 % of a 512^3 or
-/// 1024^3 product on one thread (Zen 4). An odd last value pairs with zero after the
-/// transpose. False, with nothing written, when a run is misaligned (an odd start) or this CPU
+/// through; rows past `rows` zeroed there), where value by value it was a scatter. An odd
+/// last value pairs with zero after the transpose. False, with nothing written, when a run is misaligned (an odd start) or this CPU
 /// has no such transpose for the row count.
 fn pairs_transposed(dst: &mut [u32], a: &Mat<bf16>, [i0, rows, p0, kc, mr]: [usize; 5]) -> bool {
     let (whole, steps) = (kc / 2, kc.div_ceil(2));
@@ -324,7 +321,7 @@ fn pairs_transposed(dst: &mut [u32], a: &Mat<bf16>, [i0, rows, p0, kc, mr]: [usi
     let words: &mut [f32] = bytemuck::cast_slice_mut(dst);
     // Every run was checked above, so the fallback (an empty run) is never taken.
     let runs = |i: usize| run(i).unwrap_or(&[]);
-    if !super::pack::transposed(words, rows, whole, mr, ahead, runs) {
+    if !crate::pack::transposed(words, rows, whole, mr, ahead, runs) {
         return false;
     }
     if whole < steps {
@@ -352,7 +349,7 @@ pub(super) fn pairs_by_rows(
     let steps = kc.div_ceil(2);
     // Whole panels go in one run of `vpermt2w` pairs per row pair, where the CPU has them.
     let full = if nr == PAIR_RUN { cols / nr } else { 0 };
-    crate::simd::with_best_simd(
+    with_best_simd(
         #[inline(always)]
         || {
             for s in 0..steps {
@@ -386,24 +383,9 @@ pub(super) fn pairs_by_rows(
     );
 }
 
-/// The bf16 GEMM for this CPU when it has AVX512_BF16 and the AVX-512 kernel family is the
-/// active one (so `with_kernel` can route bf16 to the widening path too). Its kernel rounds a
-/// product's last depth block to bf16 itself (`Tile::narrow`).
-pub(crate) fn select() -> Option<Gemm<f32, u32>> {
-    #[cfg(target_arch = "x86_64")]
-    if super::active_kernel() == super::Kernel::Avx512 && narrows_here() {
-        return Some(
-            Gemm::derived(avx512bf16, 12, 32, 2)
-                .with_narrow()
-                .with_fused(avx512bf16_fused, usize::MAX, usize::MAX),
-        );
-    }
-    None
-}
-
 /// The features the kernel and [`narrow_rows`] need (every CPU with AVX512_BF16 so far has
 /// AVX-512BW).
-fn narrows_here() -> bool {
+pub(crate) fn narrows_here() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         is_x86_feature_detected!("avx512f")
@@ -420,7 +402,7 @@ fn narrows_here() -> bool {
 /// been 5 % of a 1024^3 product.
 ///
 /// # Safety
-/// See [`super::kernels::MicroKernel`] (`t.a` holds `kc * 12` pairs, `t.b + s * t.bs` 32 pairs
+/// See `MicroKernel` (`t.a` holds `kc * 12` pairs, `t.b + s * t.bs` 32 pairs
 /// per step `s`; a non-null `t.narrow` is valid for writes of `mr` rows of `nr` values at
 /// stride `ldc`); the CPU has AVX512F, AVX-512BW and AVX512_BF16 ([`narrows_here`]).
 #[cfg(target_arch = "x86_64")]
@@ -434,16 +416,14 @@ pub(crate) unsafe fn avx512bf16(t: &Tile<f32, u32>) {
 /// tile of a one-thread product's panel reads B where it lies, two rows a step, pairs them with
 /// two `vpermt2w` and stores the panel for the row tiles after it. Those loads, shuffles and
 /// stores then overlap the tile's 24 dot products a step instead of running as a packing pass
-/// of their own, which had been 11-16 % of a 64 x 1024 @ 1024 x 1024 or 32 x 512 @ 512 x 512
-/// product on one Zen 4 thread even in `pair_runs` (its stores and the kernel's reloads went
-/// through L2 or L3).
+/// of their own, whose stores the kernel reloaded through L2 or L3 (docs/perf-log/2026-11-29.md).
 ///
 /// # Safety
-/// See [`super::kernels::FusedKernel`] (12 x 32 tiles), with the CPU features of
+/// See `FusedKernel` (12 x 32 tiles), with the CPU features of
 /// [`avx512bf16`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &super::kernels::Fuse<u32>) {
+pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &crate::types::Fuse<u32>) {
     // SAFETY: the caller's contract, `f` included.
     unsafe { kernel::<true>(t, f) }
 }
@@ -456,7 +436,7 @@ pub(crate) unsafe fn avx512bf16_fused(t: &Tile<f32, u32>, f: &super::kernels::Fu
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 #[inline]
-unsafe fn kernel<const FUSE: bool>(t: &Tile<f32, u32>, f: *const super::kernels::Fuse<u32>) {
+unsafe fn kernel<const FUSE: bool>(t: &Tile<f32, u32>, f: *const crate::types::Fuse<u32>) {
     use std::arch::x86_64::*;
     const MR: usize = 12;
     const NR: usize = 32;
@@ -619,306 +599,4 @@ pub(super) unsafe fn narrow_rows(tile: &[f32], o: &Narrow) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::to_bf16;
-    use super::*;
-
-    const ROWS: usize = 32;
-    const NR: usize = 32;
-
-    /// `n` bf16 values of random bits (NaNs, infinities and denormals among them).
-    fn random_bits(mut seed: u64, n: usize) -> Vec<bf16> {
-        (0..n)
-            .map(|_| {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                bf16::from_bits((seed >> 40) as u16)
-            })
-            .collect()
-    }
-
-    /// `pack_b` (one panel) and `pack_b_block` (all panels, row pair by row pair) of a
-    /// row-major bf16 B against the pair panel's definition, bit for bit: whole 32-wide steps
-    /// (the `vpermt2w` path where the CPU has AVX-512BW) and partial last panels, odd and even
-    /// depths (an odd one pairs its last row with zero), reversed rows, and B starting at an
-    /// odd offset. Padding (columns past the matrix, steps past the depth) must be zero.
-    #[test]
-    fn row_major_b_pairs_pack_like_the_definition() {
-        let data = random_bits(11, 40 * 100);
-        for (off, rs) in [(0, 100), (1, 100), (39 * 100, -100)] {
-            let b = Mat::new(&data, off, rs, 1);
-            for kc in [1usize, 2, 5, 16, 33] {
-                for (j0, cols) in [(0usize, 32usize), (3, 64), (1, 70), (2, 17), (0, 96)] {
-                    let (nr, steps) = (32, kc.div_ceil(2));
-                    let panels = cols.div_ceil(nr);
-                    let want: Vec<u32> = (0..panels * steps * nr)
-                        .map(|e| {
-                            let (q, s, j) = (e / (steps * nr), e / nr % steps, e % nr);
-                            let col = q * nr + j;
-                            if col >= cols {
-                                return 0;
-                            }
-                            let hi = (2 * s + 1 < kc).then(|| b.get(2 * s + 1, j0 + col));
-                            pair(b.get(2 * s, j0 + col), hi)
-                        })
-                        .collect();
-                    let case = format!("off {off} rs {rs} kc {kc} cols {j0}..+{cols}");
-                    let mut block = vec![0xDEAD_BEEF; want.len()];
-                    <bf16 as Pack<u32>>::pack_b_block(&mut block, &b, 0, kc, j0, cols, nr);
-                    assert_eq!(block, want, "block: {case}");
-                    for (q, panel_want) in want.chunks(steps * nr).enumerate() {
-                        let mut panel = vec![0xDEAD_BEEF; steps * nr];
-                        let w = nr.min(cols - q * nr);
-                        <bf16 as Pack<u32>>::pack_b(&mut panel, &b, 0, kc, j0 + q * nr, w, nr);
-                        assert_eq!(panel, panel_want, "panel {q}: {case}");
-                    }
-                }
-            }
-        }
-    }
-
-    /// `pair_runs` writes a run whose first and last steps fit exactly (forwards and
-    /// backwards through the source), and refuses, writing nothing, a run one value too long
-    /// at either end of the source or of `dst`.
-    #[test]
-    fn pair_runs_stay_inside_their_slices() {
-        let data = random_bits(5, 4 * 40);
-        let pairs = |lo: usize, hi: usize| -> Vec<u32> {
-            (0..32)
-                .map(|j| pair(data[lo + j], Some(data[hi + j])))
-                .collect()
-        };
-        // Three steps, 40 values apart in the source and 50 words apart in `dst`.
-        let mut dst = vec![7u32; 2 * 50 + 32];
-        if !pair_runs(&mut dst, 50, &data, [0, 8], 40, 3) {
-            assert!(!wide_pairs(), "a run that fits was refused");
-            return;
-        }
-        for i in 0..3 {
-            assert_eq!(dst[i * 50..][..32], pairs(i * 40, 8 + i * 40), "step {i}");
-            if i < 2 {
-                assert!(dst[i * 50 + 32..(i + 1) * 50].iter().all(|&x| x == 7));
-            }
-        }
-        let mut back = vec![7u32; 64];
-        assert!(pair_runs(&mut back, 32, &data, [120, 128], -120, 2));
-        assert_eq!(back[..32], pairs(120, 128));
-        assert_eq!(back[32..], pairs(0, 8));
-        let len = data.len();
-        let refused: [(usize, usize, [usize; 2], isize, usize); 5] = [
-            (2 * 50 + 31, 50, [0, 8], 40, 3),       // dst one short
-            (2 * 50 + 32, 50, [0, 9], 64, 3),       // hi's last step one past the source
-            (2 * 50 + 32, 50, [len - 31, 0], 0, 1), // lo's only step one past
-            (64, 32, [119, 128], -120, 2),          // lo runs back past the start
-            (64, 32, [128, 126], -127, 2),          // hi too
-        ];
-        for (n, dst_step, starts, src_step, count) in refused {
-            let mut d = vec![7u32; n];
-            let case = format!("{n} {dst_step} {starts:?} {src_step} {count}");
-            assert!(
-                !pair_runs(&mut d, dst_step, &data, starts, src_step, count),
-                "{case}"
-            );
-            assert!(d.iter().all(|&x| x == 7), "{case}");
-        }
-        assert!(pair_runs(&mut [], 32, &data, [0, 0], 1, 0));
-    }
-
-    /// Products through the fusing kernel (`Gemm::fused`: the row tile at row 0 packs each
-    /// whole B panel) match the same GEMM packing B first, bit for bit, in C (earlier depth
-    /// blocks' sums) and in the bf16 output: odd and even depths, two depth blocks, one-row,
-    /// several-row-tile and several-row-block A, fewer than 32 columns, partial last panels,
-    /// two column blocks, B at an odd offset, with reversed rows, or transposed (which fuses
-    /// only with one row, its columns then contiguous). On one thread the fusing kernel must
-    /// have run exactly once per whole panel and depth block; two threads (each fusing its
-    /// stripe) must give the same bits.
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn fused_b_packing_matches_packing_first() {
-        let Some(g) = select() else {
-            super::super::kernels::skip("avx512bf16", "the fusing kernel");
-            return;
-        };
-        // Signs and mantissas at random, magnitudes in [0.5, 1): every sum stays finite, so
-        // each output bit is compared (random exponents overflowed nearly every sum to an
-        // infinity; NaN propagation is `bf16_non_finite_stays_in_its_row`'s).
-        let data: Vec<bf16> = random_bits(21, 2 * 1100 * 100)
-            .into_iter()
-            .map(|x| bf16::from_bits((x.to_bits() & 0x807f) | 0x3f00))
-            .collect();
-        let fused_tiles = || super::super::gemm::FUSED_TILES.with(|n| n.get());
-        let [_, nr, _, mc, nc] = g.sizes();
-        for (m, k, n) in [
-            (1, 1, 32),
-            (5, 2, 45),
-            (7, 3, 20),
-            (12, 7, 64),
-            (30, 64, 100),
-            (13, 1100, 33),
-            // Three row blocks: the later ones read the panels the first one packed.
-            (2 * mc + 7, 64, 100),
-            // Two column blocks, the second with a partial panel.
-            (13, 2, nc + 45),
-        ] {
-            let a = Mat::new(&data, 3, k as isize, 1);
-            let bs = super::super::pack::b_layouts(&data, k, n);
-            for (b, what) in &bs {
-                let run = |g: &Gemm<f32, u32>, threads: usize| {
-                    let (mut c, mut out) = (vec![0f32; m * n], vec![0u16; m * n]);
-                    g.run_narrow([m, n, k], &a, b, &mut c, &mut out, threads);
-                    (c.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), out)
-                };
-                let case = format!("{m}x{k}x{n}, B {what}");
-                let before = fused_tiles();
-                let fused = run(&g, 1);
-                let tiles = fused_tiles() - before;
-                // Whole panels per column block, summed over the blocks (NC is a multiple of
-                // NR), once per depth block.
-                let want = (b.cs == 1) as usize * n / nr * g.depth_blocks(k);
-                assert_eq!(tiles, want, "{case}: fused tiles");
-                assert!(
-                    fused.1.iter().all(|&x| bf16::from_bits(x).is_finite()),
-                    "{case}"
-                );
-                assert_eq!(fused, run(&g.without_fused(), 1), "{case}");
-                assert_eq!(fused, run(&g, 2), "{case}, two threads");
-            }
-        }
-    }
-
-    /// `pack_a` of a row-major bf16 A against the pair panel's definition, bit for bit (NaN
-    /// and denormal patterns included), over row starts that are and are not 4-byte aligned
-    /// (odd offsets, odd row strides, a reversed row order), odd and even depths, and row
-    /// counts below, at and past the transpose's groups of four. Where every run is aligned
-    /// and there are four rows or more, the transpose itself must have run.
-    #[test]
-    fn row_major_pairs_pack_like_the_definition() {
-        const MR: usize = 12;
-        let data = random_bits(3, 64 * 48);
-        #[cfg(target_arch = "x86_64")]
-        let simd = std::arch::is_x86_feature_detected!("avx");
-        #[cfg(not(target_arch = "x86_64"))]
-        let simd = false;
-        for (off, rs) in [
-            (0, 48),
-            (1, 48),
-            (0, 47),
-            (2, 46),
-            (47 * 48, -48),
-            (47 * 48 + 1, -48),
-        ] {
-            let a = Mat::new(&data, off, rs, 1);
-            for kc in [1usize, 2, 7, 8, 16, 33] {
-                for rows in [1, 3, 4, 6, 11, 12] {
-                    for (i0, p0) in [(0, 0), (1, 1), (3, 2)] {
-                        let steps = kc.div_ceil(2);
-                        let want: Vec<u32> = (0..steps * MR)
-                            .map(|e| {
-                                let (s, i) = (e / MR, e % MR);
-                                let hi = (2 * s + 1 < kc).then(|| a.get(i0 + i, p0 + 2 * s + 1));
-                                if i < rows {
-                                    pair(a.get(i0 + i, p0 + 2 * s), hi)
-                                } else {
-                                    0
-                                }
-                            })
-                            .collect();
-                        let mut got = vec![0xDEAD_BEEF; steps * MR];
-                        <bf16 as Pack<u32>>::pack_a(&mut got, &a, i0, rows, p0, kc, MR);
-                        let case = format!("off {off} rs {rs} kc {kc} rows {rows} at {i0},{p0}");
-                        assert_eq!(got, want, "{case}");
-                        let aligned = (0..rows).all(|i| {
-                            let idx = a.shifted(i0 + i, p0).off;
-                            (data[idx..].as_ptr() as usize).is_multiple_of(4)
-                        });
-                        let mut fast = vec![0xDEAD_BEEF; steps * MR];
-                        let took = pairs_transposed(&mut fast, &a, [i0, rows, p0, kc, MR]);
-                        assert_eq!(took, simd && aligned && rows >= 4 && kc >= 2, "{case}");
-                        if took {
-                            assert_eq!(fast, want, "{case}");
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// `narrow_rows` against `to_bf16` (the portable rounding) on every mask width, with and
-    /// without C's earlier sums, over values that cover ties, overflow to infinity, NaNs and
-    /// infinities; denormals (which it flushes, as the dot-product instructions do) are left
-    /// out. Nothing past `nr` is written.
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn narrow_rows_round_like_to_bf16() {
-        if !narrows_here() {
-            super::super::kernels::skip("avx512bf16", "narrow_rows");
-            return;
-        }
-        let special = [
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(0xff81_2345),
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MAX,
-            f32::from_bits(0x3f80_8000), // a tie: rounds to even
-            f32::from_bits(0x3f81_8000), // a tie: rounds up to even
-            -0.0,
-        ];
-        let mut seed = 7u64;
-        let mut value = |e: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if e.is_multiple_of(13) {
-                special[(seed >> 33) as usize % special.len()]
-            } else {
-                let x = f32::from_bits((seed >> 32) as u32);
-                if x.is_subnormal() {
-                    1.5
-                } else {
-                    x
-                }
-            }
-        };
-        let mut sums = [0.0f32; ROWS * NR];
-        sums.iter_mut().enumerate().for_each(|(e, x)| *x = value(e));
-        let ldc = 40;
-        let c: Vec<f32> = (0..ROWS * ldc).map(|e| value(e + 5) / 4.0).collect();
-        for (mr, nr) in [(32, 32), (31, 17), (1, 1), (5, 16), (32, 31)] {
-            for add_c in [false, true] {
-                let mut out = vec![0xBEEFu16; ROWS * ldc];
-                let o = Narrow {
-                    out: out.as_mut_ptr(),
-                    c: c.as_ptr(),
-                    ldc,
-                    mr,
-                    nr,
-                    add_c,
-                };
-                // SAFETY: `out` and `c` hold 32 rows of `ldc` >= nr values, `sums` 32 rows of
-                // 32; `narrows_here` checked the CPU's features.
-                unsafe { narrow_rows(&sums, &o) };
-                for i in 0..ROWS {
-                    for j in 0..ldc {
-                        let got = out[i * ldc + j];
-                        if i < mr && j < nr {
-                            // Not `+ 0.0` without C: that would turn -0 into +0.
-                            let s = sums[i * NR + j];
-                            let x = if add_c { s + c[i * ldc + j] } else { s };
-                            let want = if x.is_subnormal() {
-                                continue;
-                            } else {
-                                to_bf16(x).to_bits()
-                            };
-                            assert_eq!(got, want, "{mr}x{nr} add_c={add_c} ({i}, {j}): {x:e}");
-                        } else {
-                            assert_eq!(got, 0xBEEF, "{mr}x{nr}: ({i}, {j}) written");
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
+mod tests;
