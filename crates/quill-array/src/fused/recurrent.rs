@@ -6,7 +6,9 @@
 //! projection scattered a gradient the size of the whole sequence. The kernel takes f32 / f64
 //! on the CPU; elsewhere `recurrent_layer` answers `None` and the caller runs its composite,
 //! the per-step graph in Tensor ops (a composite that must be differentiated as a graph lives
-//! where the graph does).
+//! where the graph does). Its sequence-sized host buffers come from quill-cpu's buffer pool
+//! and go back to it: fresh, every training step paid a first-touch page fault per 4 KiB of
+//! them (about a fifth of an LSTM step).
 
 use super::{f32_f64, none, run, FusedKind, FusedOp};
 use crate::NDArray;
@@ -15,6 +17,7 @@ use quill_cpu::fused::recurrent::{
     backward_step, forward_step, GradIn, GradOut, Real, StepIn, StepOut,
 };
 pub use quill_cpu::fused::recurrent::{Activation, Cell};
+use quill_cpu::pool;
 
 /// The registry entry (its backward is the tape's, which only the kernel makes).
 pub(crate) const FORWARD: FusedKind = FusedKind {
@@ -47,6 +50,26 @@ struct Layer<R: Real> {
     cs: Vec<R>,
     /// Per step and row: LSTM i, f, g, o, tanh(c); GRU r, z, n, (W_hn h + b_hn). Blocks of H.
     saved: Vec<R>,
+}
+
+impl<R: Real> Drop for Layer<R> {
+    fn drop(&mut self) {
+        for v in [&mut self.hs, &mut self.cs, &mut self.saved] {
+            pool::give(std::mem::take(v));
+        }
+    }
+}
+
+/// A pooled buffer of `n` elements, every one of which the caller overwrites.
+fn pooled<R: Real>(n: usize) -> Result<Vec<R>> {
+    pool::take::<R>(FORWARD.name, n)
+}
+
+/// A pooled host copy of `a`'s elements in C order.
+fn pooled_copy<R: Real>(a: &NDArray) -> Result<Vec<R>> {
+    let mut v = pooled::<R>(a.numel())?;
+    a.with_host_slice(|s: &[R]| v.copy_from_slice(s))?;
+    Ok(v)
 }
 
 enum Saved {
@@ -211,19 +234,20 @@ fn forward<R: Real>(kind: Cell, inputs: &[&NDArray]) -> Result<(NDArray, Layer<R
         hidden: w_hh.shape()[1],
     };
     let (bh, h, gh) = (d.bh(), d.hidden, kind.gates() * d.hidden);
-    let x: Vec<R> = inputs[0].to_vec()?;
+    let x: Vec<R> = pooled_copy(inputs[0])?;
     let bias: Vec<R> = inputs[2].to_vec()?;
     let w_t = w_hh.transpose(0, 1)?;
     let lstm = kind == Cell::Lstm;
-    let mut hs: Vec<R> = vec![R::ZERO; (d.steps + 1) * bh];
-    hs[..bh].copy_from_slice(&inputs[3].to_vec::<R>()?);
+    // Every step writes its blocks of hs, cs and saved whole.
+    let mut hs: Vec<R> = pooled((d.steps + 1) * bh)?;
+    inputs[3].with_host_slice(|s: &[R]| hs[..bh].copy_from_slice(s))?;
     let mut cs: Vec<R> = Vec::new();
     if lstm {
-        cs = vec![R::ZERO; (d.steps + 1) * bh];
-        cs[..bh].copy_from_slice(&inputs[4].to_vec::<R>()?);
+        cs = pooled((d.steps + 1) * bh)?;
+        inputs[4].with_host_slice(|s: &[R]| cs[..bh].copy_from_slice(s))?;
     }
     let sw = kind.saved_width() * h;
-    let mut saved = vec![R::ZERO; d.steps * d.batch * sw];
+    let mut saved = pooled(d.steps * d.batch * sw)?;
     for t in 0..d.steps {
         let h_prev = NDArray::from_vec(hs[t * bh..(t + 1) * bh].to_vec(), &[d.batch, h])?;
         let proj = h_prev.matmul(&w_t)?;
@@ -250,12 +274,17 @@ fn forward<R: Real>(kind: Cell, inputs: &[&NDArray]) -> Result<(NDArray, Layer<R
             forward_step(kind, h, inp, out)
         })?;
     }
+    pool::give(x);
+    let n = d.steps * bh;
     let out = if lstm {
-        let mut v = hs[bh..].to_vec();
-        v.extend_from_slice(&cs[bh..]);
+        let mut v = pooled(2 * n)?;
+        v[..n].copy_from_slice(&hs[bh..]);
+        v[n..].copy_from_slice(&cs[bh..]);
         NDArray::from_vec(v, &[2, d.steps, d.batch, h])?
     } else {
-        NDArray::from_vec(hs[bh..].to_vec(), &[d.steps, d.batch, h])?
+        let mut v = pooled(n)?;
+        v.copy_from_slice(&hs[bh..]);
+        NDArray::from_vec(v, &[d.steps, d.batch, h])?
     };
     Ok((
         out,
@@ -276,23 +305,27 @@ impl<R: Real> Layer<R> {
         let (bh, h, gh) = (d.bh(), d.hidden, kind.gates() * d.hidden);
         let lstm = kind == Cell::Lstm;
         let gru = kind == Cell::Gru;
-        let gv: Vec<R> = g.to_vec()?;
+        let gv: Vec<R> = pooled_copy(g)?;
         let (gh_seq, gc_seq) = gv.split_at(d.steps * bh);
         let sw = kind.saved_width() * h;
         let blk = d.batch * gh;
         // d(pre-activation) of the input side and, for GRU, of the hidden side (they differ
         // in the n gate, which r scales); for RNN and LSTM they are one array.
-        let mut dgx = vec![R::ZERO; d.steps * blk];
-        let mut dgh = if gru {
-            vec![R::ZERO; d.steps * blk]
+        // Every step writes its blocks of dgx and dgh whole.
+        let mut dgx: Vec<R> = pooled(d.steps * blk)?;
+        let mut dgh: Vec<R> = if gru {
+            pooled(d.steps * blk)?
         } else {
             Vec::new()
         };
         let mut dh_next = vec![R::ZERO; bh];
         let mut dc_next = vec![R::ZERO; if lstm { bh } else { 0 }];
         let mut direct = vec![R::ZERO; if gru { bh } else { 0 }];
+        let mut dh = vec![R::ZERO; bh];
         for t in (0..d.steps).rev() {
-            let dh: Vec<R> = (0..bh).map(|k| gh_seq[t * bh + k] + dh_next[k]).collect();
+            for ((d, &g), &n) in dh.iter_mut().zip(&gh_seq[t * bh..]).zip(&dh_next) {
+                *d = g + n;
+            }
             let inp = GradIn {
                 dh: &dh,
                 dc_out: if lstm {
@@ -330,29 +363,38 @@ impl<R: Real> Layer<R> {
                 }
             }
         }
-        let side = if gru { &dgh } else { &dgx };
+        pool::give(gv);
+        // dgx becomes the xg gradient; the weight and bias gradients read it (dgh for GRU)
+        // through a view rather than a copy.
+        let gx_arr = NDArray::from_vec(dgx, &[d.steps, d.batch, gh])?;
+        let side = if gru {
+            NDArray::from_vec(dgh, &[d.steps * d.batch, gh])?
+        } else {
+            gx_arr.reshape(&[(d.steps * d.batch) as isize, gh as isize])?
+        };
         let gw = need[1]
             .then(|| -> Result<NDArray> {
-                let dgm = NDArray::from_vec(side.clone(), &[d.steps * d.batch, gh])?;
-                let hp =
-                    NDArray::from_vec(self.hs[..d.steps * bh].to_vec(), &[d.steps * d.batch, h])?;
-                dgm.transpose(0, 1)?.matmul(&hp)
+                let mut hp = pooled::<R>(d.steps * bh)?;
+                hp.copy_from_slice(&self.hs[..d.steps * bh]);
+                let hp = NDArray::from_vec(hp, &[d.steps * d.batch, h])?;
+                side.transpose(0, 1)?.matmul(&hp)
             })
             .transpose()?;
         let gb = need[2]
             .then(|| {
-                let mut acc = vec![R::ZERO; gh];
-                for rowv in side.chunks_exact(gh) {
-                    for (a, &v) in acc.iter_mut().zip(rowv) {
-                        *a = *a + v;
+                let acc = side.with_host_slice(|side: &[R]| {
+                    let mut acc = vec![R::ZERO; gh];
+                    for rowv in side.chunks_exact(gh) {
+                        for (a, &v) in acc.iter_mut().zip(rowv) {
+                            *a = *a + v;
+                        }
                     }
-                }
+                    acc
+                })?;
                 NDArray::from_vec(acc, &[gh])
             })
             .transpose()?;
-        let gx = need[0]
-            .then(|| NDArray::from_vec(dgx, &[d.steps, d.batch, gh]))
-            .transpose()?;
+        let gx = need[0].then_some(gx_arr);
         let g0 = need[3]
             .then(|| NDArray::from_vec(dh_next, &[d.batch, h]))
             .transpose()?;

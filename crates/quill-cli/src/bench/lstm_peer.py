@@ -1,7 +1,8 @@
 # The peer side of `quill bench lstm`: one training step of the same model in PyTorch CPU with
-# 2 threads: torch.nn.LSTM(64, 128, num_layers=2) over (seq 32, batch 32, 64) inputs, a Linear
-# 128 -> 10 head and cross-entropy over every step's output, Adam lr 1e-3. Answers
-# "step torch N" with the seconds of each of N steps.
+# 2 threads: torch.nn.LSTM(64, 128, num_layers=2) (and torch.nn.GRU, the same sizes) over
+# (seq 32, batch 32, 64) inputs, a Linear 128 -> 10 head and cross-entropy over every step's
+# output, Adam lr 1e-3. Answers "step torch N" (LSTM) and "gru torch N" with the seconds of
+# each of N steps.
 import os
 import sys
 import time
@@ -22,20 +23,26 @@ cases = {}
 if torch is not None:
     torch.manual_seed(0)
     seq, batch, inp, hidden, classes = 32, 32, 64, 128, 10
-    lstm = nn.LSTM(inp, hidden, num_layers=2)
-    head = nn.Linear(hidden, classes)
-    opt = torch.optim.Adam(list(lstm.parameters()) + list(head.parameters()), lr=1e-3)
     x = torch.randn(seq, batch, inp)
     y = torch.randint(0, classes, (seq * batch,))
 
-    def step():
-        out, _ = lstm(x)
-        loss = nn.functional.cross_entropy(head(out.reshape(-1, hidden)), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    def trainer(rnn):
+        head = nn.Linear(hidden, classes)
+        opt = torch.optim.Adam(list(rnn.parameters()) + list(head.parameters()), lr=1e-3)
 
-    cases = {"step": step}
+        def step():
+            out, _ = rnn(x)
+            loss = nn.functional.cross_entropy(head(out.reshape(-1, hidden)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return step
+
+    cases = {
+        "step": trainer(nn.LSTM(inp, hidden, num_layers=2)),
+        "gru": trainer(nn.GRU(inp, hidden, num_layers=2)),
+    }
 
 version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
 print("ready " + version, flush=True)

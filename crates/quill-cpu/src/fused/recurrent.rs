@@ -124,6 +124,12 @@ pub fn forward_step<R: Real>(kind: Cell, hidden: usize, i: StepIn<R>, o: StepOut
     )
 }
 
+// The gate math runs as passes of a few streams each (`map2` .. `map4`), not as one loop over
+// every gate: written as one loop, the LSTM step reads 13 streams and writes 7, LLVM would
+// need a run-time overlap check per pair of them, gives up past its limit and runs the loop
+// scalar (the LSTM forward step was seven times slower). The passes' slices arrive as
+// function arguments, which LLVM knows cannot overlap, and each pass reads data the previous
+// one left in L1.
 #[inline(always)]
 fn forward_rows<R: Real>(kind: Cell, h: usize, i: StepIn<R>, o: StepOut<R>) {
     let gh = kind.gates() * h;
@@ -134,42 +140,38 @@ fn forward_rows<R: Real>(kind: Cell, h: usize, i: StepIn<R>, o: StepOut<R>) {
         let g = &i.g[r * gh..(r + 1) * gh];
         let hn = &mut o.h[r * h..(r + 1) * h];
         match kind {
-            Cell::Rnn(act) => {
-                for j in 0..h {
-                    let a = x[j] + g[j] + i.bias[j];
-                    hn[j] = match act {
-                        Activation::Tanh => a.th(),
-                        Activation::Relu if a > R::ZERO => a,
-                        Activation::Relu => R::ZERO,
-                    };
+            Cell::Rnn(act) => map3(hn, x, g, i.bias, |x, g, b| {
+                let a = x + g + b;
+                match act {
+                    Activation::Tanh => a.th(),
+                    Activation::Relu if a > R::ZERO => a,
+                    Activation::Relu => R::ZERO,
                 }
-            }
+            }),
             Cell::Lstm => {
-                let (xi, xf, xg, xo) = quarters(x, h);
-                let (gi, gf, gg, go) = quarters(g, h);
-                let (bi, bf, bg, bo) = quarters(i.bias, h);
                 let cp = &i.cp[r * h..(r + 1) * h];
                 let cn = &mut o.c[r * h..(r + 1) * h];
-                let sv = &mut o.saved[r * sw..(r + 1) * sw];
-                let (si, rest) = sv.split_at_mut(h);
-                let (sf, rest) = rest.split_at_mut(h);
-                let (sg, rest) = rest.split_at_mut(h);
-                let (so, stc) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let ig = (xi[j] + gi[j] + bi[j]).sigm();
-                    let fg = (xf[j] + gf[j] + bf[j]).sigm();
-                    let gg = (xg[j] + gg[j] + bg[j]).th();
-                    let og = (xo[j] + go[j] + bo[j]).sigm();
-                    let c = fg * cp[j] + ig * gg;
-                    let tc = c.th();
-                    cn[j] = c;
-                    hn[j] = og * tc;
-                    si[j] = ig;
-                    sf[j] = fg;
-                    sg[j] = gg;
-                    so[j] = og;
-                    stc[j] = tc;
+                // saved: i, f, g, o (the gates in the input's order), then tanh(c').
+                let (gates, tc) = o.saved[r * sw..(r + 1) * sw].split_at_mut(4 * h);
+                for q in 0..4 {
+                    let s = q * h..(q + 1) * h;
+                    let (out, x, g, b) = (
+                        &mut gates[s.clone()],
+                        &x[s.clone()],
+                        &g[s.clone()],
+                        &i.bias[s],
+                    );
+                    if q == 2 {
+                        map3(out, x, g, b, |x, g, b| (x + g + b).th());
+                    } else {
+                        map3(out, x, g, b, |x, g, b| (x + g + b).sigm());
+                    }
                 }
+                let (ig, fg, gg, og) = quarters(gates, h);
+                let tc = &mut tc[..h];
+                map4(cn, fg, cp, ig, gg, |f, cp, i, g| f * cp + i * g);
+                map1(tc, cn, |c| c.th());
+                map2(hn, og, tc, |o, t| o * t);
             }
             Cell::Gru => {
                 let (xr, xz, xn) = thirds(x, h);
@@ -180,17 +182,11 @@ fn forward_rows<R: Real>(kind: Cell, h: usize, i: StepIn<R>, o: StepOut<R>) {
                 let (sr, rest) = sv.split_at_mut(h);
                 let (sz, rest) = rest.split_at_mut(h);
                 let (sn, shn) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let rg = (xr[j] + gr[j] + br[j]).sigm();
-                    let z = (xz[j] + gz[j] + bz[j]).sigm();
-                    let hnn = gn[j] + bn[j];
-                    let n = (xn[j] + rg * hnn).th();
-                    hn[j] = n + z * (hp[j] - n);
-                    sr[j] = rg;
-                    sz[j] = z;
-                    sn[j] = n;
-                    shn[j] = hnn;
-                }
+                map3(sr, xr, gr, br, |x, g, b| (x + g + b).sigm());
+                map3(sz, xz, gz, bz, |x, g, b| (x + g + b).sigm());
+                map2(shn, gn, bn, |g, b| g + b);
+                map3(sn, xn, sr, shn, |x, r, hn| (x + r * hn).th());
+                map3(hn, sn, sz, hp, |n, z, hp| n + z * (hp - n));
             }
         }
     }
@@ -245,34 +241,33 @@ fn backward_rows<R: Real>(kind: Cell, h: usize, i: GradIn<R>, o: GradOut<R>) {
         match kind {
             Cell::Rnn(act) => {
                 let y = &i.h[r * h..(r + 1) * h];
-                for j in 0..h {
-                    gx[j] = match act {
-                        Activation::Tanh => dh[j] * (one - y[j] * y[j]),
-                        Activation::Relu if y[j] > R::ZERO => dh[j],
-                        Activation::Relu => R::ZERO,
-                    };
-                }
+                map2(gx, dh, y, |dh, y| match act {
+                    Activation::Tanh => dh * (one - y * y),
+                    Activation::Relu if y > R::ZERO => dh,
+                    Activation::Relu => R::ZERO,
+                });
             }
             Cell::Lstm => {
                 let sv = &i.saved[r * sw..(r + 1) * sw];
-                let (si, rest) = sv.split_at(h);
-                let (sf, rest) = rest.split_at(h);
-                let (sg, rest) = rest.split_at(h);
-                let (so, stc) = rest.split_at(h);
+                let (si, sf, sg, so) = quarters(sv, h);
+                let stc = &sv[4 * h..5 * h];
                 let dco = &i.dc_out[r * h..(r + 1) * h];
                 let cp = &i.cp[r * h..(r + 1) * h];
+                // carry: dL/dc_t from step t + 1 in, the total dc_t while the gates read it,
+                // dL/dc_{t-1} out.
                 let carry = &mut o.carry[r * h..(r + 1) * h];
                 let (gi, rest) = gx.split_at_mut(h);
                 let (gf, rest) = rest.split_at_mut(h);
                 let (gg, go) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let (ig, fg, g, og, tc) = (si[j], sf[j], sg[j], so[j], stc[j]);
-                    let dc = dco[j] + carry[j] + dh[j] * og * (one - tc * tc);
-                    carry[j] = dc * fg;
-                    gi[j] = dc * g * ig * (one - ig);
-                    gf[j] = dc * cp[j] * fg * (one - fg);
-                    gg[j] = dc * ig * (one - g * g);
-                    go[j] = dh[j] * tc * og * (one - og);
+                update4(carry, dco, dh, so, stc, |c, d, dh, og, tc| {
+                    d + c + dh * og * (one - tc * tc)
+                });
+                map3(gi, carry, sg, si, |dc, g, ig| dc * g * ig * (one - ig));
+                map3(gf, carry, cp, sf, |dc, cp, fg| dc * cp * fg * (one - fg));
+                map3(gg, carry, si, sg, |dc, ig, g| dc * ig * (one - g * g));
+                map3(go, dh, stc, so, |dh, tc, og| dh * tc * og * (one - og));
+                for (c, &fg) in carry.iter_mut().zip(sf) {
+                    *c = *c * fg;
                 }
             }
             Cell::Gru => {
@@ -287,21 +282,64 @@ fn backward_rows<R: Real>(kind: Cell, h: usize, i: GradIn<R>, o: GradOut<R>) {
                 let (gz, gn) = rest.split_at_mut(h);
                 let (hr, rest) = hg.split_at_mut(h);
                 let (hz, hn) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let (rg, z, n, hnn) = (sr[j], sz[j], sn[j], shn[j]);
-                    carry[j] = dh[j] * z;
-                    let dan = dh[j] * (one - z) * (one - n * n);
-                    let daz = dh[j] * (hp[j] - n) * z * (one - z);
-                    let dar = dan * hnn * rg * (one - rg);
-                    gr[j] = dar;
-                    gz[j] = daz;
-                    gn[j] = dan;
-                    hr[j] = dar;
-                    hz[j] = daz;
-                    hn[j] = dan * rg;
-                }
+                map2(carry, dh, sz, |dh, z| dh * z);
+                map3(gn, dh, sz, sn, |dh, z, n| dh * (one - z) * (one - n * n));
+                map4(gz, dh, hp, sn, sz, |dh, hp, n, z| {
+                    dh * (hp - n) * z * (one - z)
+                });
+                map3(gr, gn, shn, sr, |dan, hnn, rg| dan * hnn * rg * (one - rg));
+                hr.copy_from_slice(gr);
+                hz.copy_from_slice(gz);
+                map2(hn, gn, sr, |dan, rg| dan * rg);
             }
         }
+    }
+}
+
+/// `out[j] = f(a[j])` over the shorter of the slices.
+#[inline(always)]
+fn map1<R: Real>(out: &mut [R], a: &[R], f: impl Fn(R) -> R) {
+    for (o, &a) in out.iter_mut().zip(a) {
+        *o = f(a);
+    }
+}
+
+/// `out[j] = f(a[j], b[j])`.
+#[inline(always)]
+fn map2<R: Real>(out: &mut [R], a: &[R], b: &[R], f: impl Fn(R, R) -> R) {
+    for (o, (&a, &b)) in out.iter_mut().zip(a.iter().zip(b)) {
+        *o = f(a, b);
+    }
+}
+
+/// `out[j] = f(a[j], b[j], c[j])`.
+#[inline(always)]
+fn map3<R: Real>(out: &mut [R], a: &[R], b: &[R], c: &[R], f: impl Fn(R, R, R) -> R) {
+    for (o, ((&a, &b), &c)) in out.iter_mut().zip(a.iter().zip(b).zip(c)) {
+        *o = f(a, b, c);
+    }
+}
+
+/// `out[j] = f(a[j], b[j], c[j], d[j])`.
+#[inline(always)]
+fn map4<R: Real>(out: &mut [R], a: &[R], b: &[R], c: &[R], d: &[R], f: impl Fn(R, R, R, R) -> R) {
+    for (o, (((&a, &b), &c), &d)) in out.iter_mut().zip(a.iter().zip(b).zip(c).zip(d)) {
+        *o = f(a, b, c, d);
+    }
+}
+
+/// `acc[j] = f(acc[j], a[j], b[j], c[j], d[j])`.
+#[inline(always)]
+fn update4<R: Real>(
+    acc: &mut [R],
+    a: &[R],
+    b: &[R],
+    c: &[R],
+    d: &[R],
+    f: impl Fn(R, R, R, R, R) -> R,
+) {
+    for (o, (((&a, &b), &c), &d)) in acc.iter_mut().zip(a.iter().zip(b).zip(c).zip(d)) {
+        *o = f(*o, a, b, c, d);
     }
 }
 
