@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+mod autocast;
 mod check;
 mod convert;
 mod data;
@@ -134,5 +135,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     infer::register(m)?;
     fft::register(m)?;
+    autocast::register(m)?;
     Ok(())
 }

@@ -38,7 +38,7 @@ pub use quill_core::{
     bf16, f16, promote_types, s, BinaryOp, Conv2dSpec, DType, Element, Ellipsis, Error, Layout,
     NewAxis, ReduceOp, Result, Scalar, SliceArg, UnaryOp, C128, C64,
 };
-pub use tensor::Tensor;
+pub use tensor::{autocast, autocast_dtype, is_autocast_enabled, AutocastGuard, Tensor};
 
 /// Runs `f` on a thread of quill's thread pool (rayon's global pool) and returns its result.
 /// Ops called from a pool thread share their work with the other pool threads directly;

@@ -3,7 +3,9 @@
 # 0.1, -> 10) or, when MODEL = "cnn" is prepended, of quill's `small_cnn` (conv3x3 1->16 no
 # bias, BatchNorm2d, ReLU, maxpool 2; conv3x3 16->32 the same; 1568 -> 128 ReLU dropout 0.25
 # -> 10), Adam lr 1e-3 weight decay 1e-4, batch 128, shuffled, normalised MNIST, in PyTorch
-# CPU with 2 threads. Answers "epoch torch 1" with the seconds of the epoch.
+# CPU with 2 threads. Answers "epoch torch 1" with the seconds of the epoch, and
+# "epoch_bf16 torch 1" for an epoch of a second model (same seed) whose forward and loss run
+# under torch.autocast(device, torch.bfloat16), as `quill bench train --precision bf16` does.
 import gzip
 import os
 import sys
@@ -63,26 +65,32 @@ if torch is not None:
 
         return nn.Sequential(*stage(1, 16), *stage(16, 32), nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25), nn.Linear(128, 10))
 
-    if globals().get("MODEL", "mlp") == "cnn":
+    cnn = globals().get("MODEL", "mlp") == "cnn"
+    if cnn:
         x = x.reshape(-1, 1, 28, 28)
-        model = small_cnn().to(dev)
-    else:
-        model = Net().to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
 
-    def epoch():
-        model.train()
-        perm = torch.randperm(x.shape[0], device=dev)
-        for i in range(0, x.shape[0], 128):
-            idx_ = perm[i : i + 128]
-            loss = nn.functional.cross_entropy(model(x[idx_]), y[idx_])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
+    def make_epoch(bf16):
+        # Each precision trains its own model from the same initial weights.
+        torch.manual_seed(0)
+        model = (small_cnn() if cnn else Net()).to(dev)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
 
-    cases = {"epoch": epoch}
+        def epoch():
+            model.train()
+            perm = torch.randperm(x.shape[0], device=dev)
+            for i in range(0, x.shape[0], 128):
+                idx_ = perm[i : i + 128]
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss = nn.functional.cross_entropy(model(x[idx_]), y[idx_])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+
+        return epoch
+
+    cases = {"epoch": make_epoch(False), "epoch_bf16": make_epoch(True)}
 
 version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
 print("ready " + version, flush=True)

@@ -1,7 +1,9 @@
 # The peer side of `quill bench transformer`: one training step (forward, MSE loss, backward,
 # Adam) of a 2-layer needle-style pre-norm Transformer (embedding 128, 4 heads x 32, hidden
 # 256, causal, no dropout, learned positions) on (16, 64, 128) float32 input, PyTorch CPU,
-# 2 threads. Answers "step torch REPS" with each rep's seconds.
+# 2 threads. Answers "step torch REPS" with each rep's seconds, and "step_bf16 torch REPS" for a
+# second model (same seed) whose forward and loss run under torch.autocast("cpu",
+# torch.bfloat16), as `quill bench transformer --precision bf16` does.
 import os
 import sys
 import time
@@ -63,18 +65,25 @@ if torch is not None:
                 x = layer(x)
             return x
 
-    model = Net()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.randn(B, SEQ, E)
     y = torch.randn(B, SEQ, E)
 
-    def step():
-        loss = F.mse_loss(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    def make_step(bf16):
+        # Each precision trains its own model from the same initial weights.
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    cases = {"step": step}
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = F.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        return step
+
+    cases = {"step": make_step(False), "step_bf16": make_step(True)}
 
 version = "numpy " + np.__version__ + (" torch " + torch.__version__ if torch is not None else "")
 print("ready " + version, flush=True)

@@ -160,6 +160,8 @@ pub(super) fn check_batch(o: &Options, world: usize) -> Result<(), String> {
 /// The MNIST job on `comm`'s ranks (see the module doc).
 pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
     let t0 = Instant::now();
+    // On the thread that runs the model, for the whole run (evaluation included).
+    let _autocast = o.precision.guard()?;
     let (rank, world) = (comm.rank(), comm.world_size());
     let lead = rank == 0;
     check_batch(&o, world)?;
@@ -227,7 +229,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
             "setup",
             || {
                 format!(
-                "training {} ({params} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} over {}, {} threads per rank; data loaded in {:.1} s",
+                "training {} ({params} parameters) on {} ({} train / {} test samples) with {}, lr {}, batch {} over {}, {}, {} threads per rank; data loaded in {:.1} s",
                 o.model,
                 o.data.display(),
                 train_ds.len(),
@@ -236,6 +238,7 @@ pub fn train(o: Options, comm: Arc<dyn Communicator>) -> Result<(), String> {
                 o.lr(),
                 batch_split(&o, world),
                 comm.backend(),
+                o.precision.describe(),
                 rayon::current_num_threads(),
                 t0.elapsed().as_secs_f64()
             )

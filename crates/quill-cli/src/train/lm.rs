@@ -231,6 +231,8 @@ fn evaluate_share(
 /// `comm`'s group (`quill train --distributed`; see the module doc for the split).
 pub fn run(o: Options, comm: Option<Arc<dyn Communicator>>) -> Result<(), String> {
     let t0 = Instant::now();
+    // On the thread that runs the model, for the whole run (evaluation and samples included).
+    let _autocast = o.precision.guard()?;
     let (rank, world) = comm.as_ref().map_or((0, 1), |c| (c.rank(), c.world_size()));
     let lead = rank == 0;
     check_batch(&o, world)?;
@@ -358,6 +360,7 @@ pub fn run(o: Options, comm: Option<Arc<dyn Communicator>>) -> Result<(), String
             "ranks": world,
             "optimizer": o.optimizer, "lr": o.lr(), "epochs": o.epochs,
             "unigram_perplexity": baseline, "threads": rayon::current_num_threads(),
+            "precision": o.precision.name(),
         });
         if let (Some(c), serde_json::Value::Object(m)) = (&comm, &mut setup) {
             m.insert("backend".into(), c.backend().into());
@@ -367,7 +370,7 @@ pub fn run(o: Options, comm: Option<Arc<dyn Communicator>>) -> Result<(), String
             || {
                 format!(
             "training a {} language model ({} parameters, {} layers, hidden {}, embedding {}) on {} \
-             ({} {} tokens, vocabulary {vocab}{}), batch {} x bptt {}{split}, {} lr {}, {} threads{}; \
+             ({} {} tokens, vocabulary {vocab}{}), batch {} x bptt {}{split}, {} lr {}, {}, {} threads{}; \
              unigram test perplexity {baseline:.2}; data loaded in {:.1} s",
             o.model,
             n_params,
@@ -386,6 +389,7 @@ pub fn run(o: Options, comm: Option<Arc<dyn Communicator>>) -> Result<(), String
             o.bptt,
             o.optimizer,
             o.lr(),
+            o.precision.describe(),
             rayon::current_num_threads(),
             if comm.is_some() { " per rank" } else { "" },
             t0.elapsed().as_secs_f64()

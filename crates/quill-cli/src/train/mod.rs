@@ -13,6 +13,7 @@ mod metrics;
 mod options;
 mod paths;
 pub(crate) mod plot;
+pub(crate) mod precision;
 
 pub use options::USAGE;
 
@@ -327,6 +328,8 @@ pub(super) fn total_steps(o: &Options, steps_per_epoch: usize) -> Result<usize, 
 
 fn train(o: Options) -> Result<(), String> {
     let t0 = Instant::now();
+    // On the thread that runs the model, for the whole run (evaluation included).
+    let _autocast = o.precision.guard()?;
     let norm = || Normalize::new(&[MNIST_MEAN as f32], &[MNIST_STD as f32]);
     let train = q(Mnist::load(&o.data, true))?;
     let test = q(Mnist::load(&o.data, false))?;
@@ -375,13 +378,14 @@ fn train(o: Options) -> Result<(), String> {
         "setup",
         || {
             format!(
-            "training {} ({params} parameters) on {} ({n_train} train / {n_test} test samples) with {}, lr {}, batch {}{}, {} threads; data loaded in {:.1} s",
+            "training {} ({params} parameters) on {} ({n_train} train / {n_test} test samples) with {}, lr {}, batch {}{}, {}, {} threads; data loaded in {:.1} s",
             o.model,
             o.data.display(),
             o.optimizer,
             o.lr(),
             o.batch_size,
             accum_note(&o),
+            o.precision.describe(),
             rayon::current_num_threads(),
             t0.elapsed().as_secs_f64()
         )
@@ -392,7 +396,7 @@ fn train(o: Options) -> Result<(), String> {
             "lr": o.lr(), "batch_size": o.batch_size, "grad_accum": o.grad_accum,
             "micro_batch": loader.batch_size(),
             "steps_per_epoch": steps_per_epoch(&loader, o.grad_accum), "epochs": o.epochs,
-            "threads": rayon::current_num_threads(),
+            "threads": rayon::current_num_threads(), "precision": o.precision.name(),
         }),
     );
     for epoch in start + 1..=o.epochs {

@@ -1,6 +1,7 @@
 //! The options of `quill train`, parsed by hand (a dozen flags do not need a parser crate);
 //! every bad value names the flag and what it accepts.
 
+use super::precision::Precision;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "usage: quill [train] [options]
@@ -18,6 +19,9 @@ pub const USAGE: &str = "usage: quill [train] [options]
                            lm: 0.002 / 1.0)
   --optimizer adam|adamw|sgd   optimizer (default adam; sgd uses momentum 0.9, nesterov)
   --schedule cosine|none   learning-rate schedule over all steps (default cosine, to 0)
+  --precision f32|bf16     arithmetic (default f32; bf16: mixed precision through autocast:
+                           matmul and attention in bf16 with f32 accumulation; conv, norms,
+                           softmax and losses in f32; f32 weights and optimizer state)
   --weight-decay X         weight decay (default 0.0001)
   --seed N                 seed for init, shuffling and dropout (default 0)
   --data DIR               dataset directory with the four IDX .gz files (default data/mnist;
@@ -75,6 +79,8 @@ pub struct Options {
     pub lr: Option<f64>,
     pub optimizer: String,
     pub schedule: String,
+    /// `--precision`: f32, or bf16 autocast.
+    pub precision: Precision,
     pub weight_decay: f64,
     pub seed: u64,
     pub data: PathBuf,
@@ -108,6 +114,7 @@ impl Default for Options {
             lr: None,
             optimizer: "adam".into(),
             schedule: "cosine".into(),
+            precision: Precision::F32,
             weight_decay: 1e-4,
             seed: 0,
             data: "data/mnist".into(),
@@ -213,6 +220,10 @@ impl Options {
                             o.schedule
                         ));
                     }
+                }
+                "--precision" => {
+                    let v: String = value(a, it.next(), "f32 or bf16")?;
+                    o.precision = Precision::parse(a, &v)?;
                 }
                 "--weight-decay" => {
                     o.weight_decay = value(a, it.next(), "a number")?;

@@ -8,6 +8,7 @@ from . import _native
 from . import _optable  # per-op methods of NDArray and Tensor, before anything uses them
 from ._native import InternalError, Tensor, cpu, cuda, default_device, from_dlpack
 from ._native import fused_kernel, fused_ops, host_round_trips, reset_host_round_trips, supported_ops, supports
+from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from . import backend_ndarray
 from . import autograd
 from . import ops
@@ -25,4 +26,5 @@ __all__ = [
     "InternalError", "Tensor", "cpu", "cuda", "default_device", "from_dlpack",
     "host_round_trips", "reset_host_round_trips", "supports", "supported_ops", "fused_ops", "fused_kernel", "backend_ndarray", "autograd", "ops", "init",
     "nn", "optim", "data", "models", "apps", "array_api",
+    "autocast", "is_autocast_enabled", "get_autocast_dtype",
 ]

@@ -1,5 +1,8 @@
 //! Stateless losses and activations over Tensors: composites of the differentiable ops.
+//! Every loss runs in f32 under autocast (its float inputs widened first), as PyTorch's f32
+//! list has them: a bf16 loss would round away the small differences training follows.
 
+use crate::tensor::autocast::widen;
 use crate::tensor::Tensor;
 use crate::NDArray;
 use quill_core::{DType, Error, Result};
@@ -61,6 +64,7 @@ fn check_labels(op: &'static str, logits: &Tensor, labels: &NDArray) -> Result<(
 /// Negative log-likelihood of integer `labels` (N) under log-probabilities (N, C).
 pub fn nll_loss(logp: &Tensor, labels: &NDArray, reduction: Reduction) -> Result<Tensor> {
     check_labels("nll_loss", logp, labels)?;
+    let logp = &widen(logp)?;
     let picked = logp.take_along_axis(&labels.unsqueeze(1)?, 1)?;
     reduce(picked.neg()?.reshape(&[-1])?, reduction)
 }
@@ -80,7 +84,7 @@ pub fn cross_entropy(
             msg: format!("label smoothing must lie in [0, 1], got {smoothing}"),
         });
     }
-    let logp = logits.log_softmax(1)?;
+    let logp = widen(logits)?.log_softmax(1)?;
     let nll = nll_loss(&logp, labels, Reduction::None)?;
     let per = if smoothing > 0.0 {
         let uniform = logp.mean(Some(&[1]), false)?.neg()?;
@@ -94,12 +98,12 @@ pub fn cross_entropy(
 
 /// Mean squared error (inputs broadcast together).
 pub fn mse_loss(pred: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    reduce(pred.sub(target)?.square()?, reduction)
+    reduce(widen(pred)?.sub(&widen(target)?)?.square()?, reduction)
 }
 
 /// Mean absolute error.
 pub fn l1_loss(pred: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    reduce(pred.sub(target)?.abs()?, reduction)
+    reduce(widen(pred)?.sub(&widen(target)?)?.abs()?, reduction)
 }
 
 /// `BCEWithLogits`: `max(x, 0) - x * y + log(1 + exp(-|x|))`, stable for any logit.
@@ -112,6 +116,7 @@ pub fn binary_cross_entropy_with_logits(
     target: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
+    let (logits, target) = (&widen(logits)?, widen(target)?);
     let a = logits.abs()?;
     let l = logits
         .mul(&target.rsub_scalar(0.5)?)?

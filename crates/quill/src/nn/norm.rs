@@ -128,6 +128,8 @@ impl Module for BatchNorm {
             return self.train_forward(x, false);
         }
         self.check(x)?;
+        // In f32 under autocast, as the training form (`batch_norm_impl`) is.
+        let x = &crate::tensor::autocast::widen(x)?;
         let mut pshape = vec![1isize; self.rank];
         pshape[1] = self.weight.shape()[0] as isize;
         let mean = self.running_mean.reshape(&pshape)?;

@@ -151,6 +151,9 @@ fn run(
     };
     let retain = opts.retain_graph || opts.create_graph;
     let _mode = set_grad_enabled(opts.create_graph);
+    // Each backward op runs in the dtype its forward chose (PyTorch's rule): an autocast region
+    // around `backward()` must not cast the gradients again.
+    let _autocast = super::autocast::no_autocast();
     let want: HashMap<*const Node, usize> = wanted
         .unwrap_or(&[])
         .iter()

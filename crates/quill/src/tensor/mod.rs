@@ -6,8 +6,9 @@
 //! over the primitives and need no backward of their own.
 //!
 //! Tensors are `Rc`-shared and so stay on the thread that made them; the grad mode
-//! (`no_grad`) is per thread, as PyTorch's.
+//! (`no_grad`) and the mixed-precision mode (`autocast`) are per thread, as PyTorch's.
 
+pub(crate) mod autocast;
 mod custom;
 mod gradcheck;
 mod graph;
@@ -15,6 +16,7 @@ mod mode;
 mod operators;
 mod ops;
 
+pub use autocast::{autocast, autocast_dtype, is_autocast_enabled, no_autocast, AutocastGuard};
 pub use custom::{live_tensors, CustomOp};
 pub use gradcheck::{gradcheck, GradcheckOptions, GradcheckReport};
 pub use graph::{grad, grad_leaves, BackwardOptions};

@@ -8,7 +8,7 @@
 //! top-left, also when `Lq != Lk`; needle's mask aligns bottom-right, which differs only
 //! when the lengths differ).
 
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use crate::NDArray;
 use quill_core::{DType, Error, Result};
 
@@ -82,7 +82,8 @@ impl Tensor {
     /// one float dtype; the output is (..., Lq, Dv). `scale` defaults to `1 / sqrt(D)`;
     /// `causal` hides key `j` from query `i` when `j > i` (PyTorch's top-left alignment).
     /// Memory kept for the backward: the output and one logsumexp per query row, never the
-    /// (Lq, Lk) probabilities.
+    /// (Lq, Lk) probabilities. Under [`autocast`](crate::autocast()) q, k and v are cast to the
+    /// autocast dtype and so is the output (the CPU kernel computes in f32 and rounds once).
     pub fn scaled_dot_product_attention(
         &self,
         k: &Tensor,
@@ -90,6 +91,9 @@ impl Tensor {
         causal: bool,
         scale: Option<f64>,
     ) -> Result<Tensor> {
+        if let Some([q, k, v]) = autocast::lower([self, k, v])? {
+            return q.scaled_dot_product_attention(&k, &v, causal, scale);
+        }
         let (out, lse) =
             self.array()
                 .scaled_dot_product_attention(k.array(), v.array(), causal, scale)?;

@@ -1,14 +1,31 @@
 //! Composite ops: plain functions over the primitives, so their gradients (of any order) come
-//! from the primitives' rules with nothing more to write.
+//! from the primitives' rules with nothing more to write. Each runs in f32 under autocast
+//! (a bf16 / f16 operand widened first, `f32_under_autocast`), as PyTorch's f32 list has them.
 
 use super::{norm_axes, to_isize};
-use crate::tensor::Tensor;
+use crate::tensor::{autocast, Tensor};
 use crate::NDArray;
 use quill_core::Result;
+
+/// Runs `f` on `x` widened to f32 when autocast is on and `x` is bf16 / f16; `None` when `x`
+/// needs no widening (the caller then computes on `x` itself).
+fn f32_under_autocast(
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    match autocast::widen(x) {
+        Ok(w) if w.same_node(x) => None,
+        Ok(w) => Some(f(&w)),
+        Err(e) => Some(Err(e)),
+    }
+}
 
 impl Tensor {
     /// Mean over `axes` (None = all). The mean of nothing is NaN, as NumPy's.
     pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        if let Some(r) = f32_under_autocast(self, |x| x.mean(axes, keepdims)) {
+            return r;
+        }
         let s = self.sum(axes, keepdims)?;
         let n = reduced_count(self.shape(), axes);
         s.div_scalar(n as f64)
@@ -16,6 +33,9 @@ impl Tensor {
 
     /// Variance over `axes` with `ddof` delta degrees of freedom (`ddof = 1`: unbiased).
     pub fn var(&self, axes: Option<&[isize]>, ddof: usize, keepdims: bool) -> Result<Tensor> {
+        if let Some(r) = f32_under_autocast(self, |x| x.var(axes, ddof, keepdims)) {
+            return r;
+        }
         let m = self.mean(axes, true)?;
         let d = self.sub(&m)?;
         let n = reduced_count(self.shape(), axes);
@@ -36,6 +56,9 @@ impl Tensor {
 
     /// `log(sum(exp(x)))` over `axes`, computed stably by shifting by the (constant) maximum.
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        if let Some(r) = f32_under_autocast(self, |x| x.logsumexp(axes, keepdims)) {
+            return r;
+        }
         let m = self.array().max(axes, true)?;
         // An infinite maximum would give inf - inf = nan: shift by 0 there instead.
         let finite = m.isfinite()?;
@@ -59,12 +82,18 @@ impl Tensor {
 
     /// `x - logsumexp(x)` along `axis`.
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        if let Some(r) = f32_under_autocast(self, |x| x.log_softmax(axis)) {
+            return r;
+        }
         self.sub(&self.logsumexp(Some(&[axis]), true)?)
     }
 
     /// `exp(x - m) / sum(exp(x - m))` along `axis` with `m` the (constant) maximum: exact for
     /// large logits, where `exp(log_softmax)` would inherit logsumexp's rounding.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        if let Some(r) = f32_under_autocast(self, |x| x.softmax(axis)) {
+            return r;
+        }
         let m = self.array().max(Some(&[axis]), true)?;
         let finite = m.isfinite()?;
         let m = NDArray::where_(&finite, &m, &NDArray::zeros(&[], m.dtype())?)?;

@@ -17,7 +17,7 @@
 //! `Conv2d::functional(x, w, None, s, p, 1)` equals
 //! `x.permute([0, 2, 3, 1]).conv(w.permute([2, 3, 1, 0]), s, p).permute([0, 3, 1, 2])`.
 
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use quill_core::{Conv2dSpec, Error, Result, SliceArg};
 
 const OP: &str = "conv";
@@ -165,7 +165,13 @@ impl Tensor {
     /// `stride`-th window: (N, Ho, Wo, Cout) with `Ho = (H + 2 padding - kh) / stride + 1`.
     /// Differentiable in both operands, to any order. See the module docs for how it relates
     /// to `nn::Conv2d::functional` (NCHW).
+    ///
+    /// Under [`autocast`](crate::autocast()) both operands are cast to the autocast dtype, so
+    /// the column matrix's product runs in the narrow GEMM and the result comes back in it.
     pub fn conv(&self, weight: &Tensor, stride: usize, padding: usize) -> Result<Tensor> {
+        if let Some([x, w]) = autocast::lower([self, weight])? {
+            return x.conv(&w, stride, padding);
+        }
         let (x, w) = (self.array(), weight.array());
         let mismatch = |hint: String| Error::ShapeMismatch {
             op: OP,

@@ -8,7 +8,7 @@
 //! and the backward when the backward is itself being recorded (`create_graph`): the fused
 //! gradients are not differentiable again, the composite ones are.
 
-use crate::tensor::{grad, is_grad_enabled, Backward, BackwardOptions, Tensor};
+use crate::tensor::{autocast, grad, is_grad_enabled, Backward, BackwardOptions, Tensor};
 use quill_core::{Conv2dSpec, ConvDims, Result, SliceArg};
 
 const OP: &str = "conv2d";
@@ -201,7 +201,20 @@ impl Tensor {
     /// (N, O, Ho, Wo), `Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1`. Runs the backend's
     /// im2col + GEMM kernels; differentiable in both operands to any order (gradients of
     /// gradients go through `conv2d_composite`'s formulation).
+    ///
+    /// Under [`autocast`](crate::autocast()) it runs in f32, bf16 / f16 operands widened (so a
+    /// narrow activation meets an f32 weight), unlike PyTorch, which runs it in bf16.
     pub fn conv2d(&self, weight: &Tensor, spec: Conv2dSpec) -> Result<Tensor> {
+        // The CPU kernel has no bf16 arithmetic: it widens bf16 operands to f32 and rounds its
+        // result, so casting to bf16 first only added passes and rounding (the small CNN's
+        // epoch ran at 0.62-0.81x of f32 so, docs/PERFORMANCE.md). Make this
+        // `autocast::lower` once the kernel packs bf16 for the bf16 GEMM.
+        if autocast::is_autocast_enabled() {
+            let (x, w) = (autocast::widen(self)?, autocast::widen(weight)?);
+            if !(x.same_node(self) && w.same_node(weight)) {
+                return x.conv2d(&w, spec);
+            }
+        }
         let y = self.array().conv2d(weight.array(), spec)?;
         Ok(Tensor::make(y, &[self, weight], Conv2d { spec }))
     }

@@ -3,10 +3,24 @@
 //! bool tensors.
 
 use super::{mul_mask, sum_to};
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use crate::NDArray;
 use quill_core::{BinaryOp, Result, Scalar, UnaryOp};
 use std::f64::consts::{LN_2, PI};
+
+/// The unary ops that run in f32 under autocast (those of PyTorch's CUDA f32 list that quill
+/// has): bf16's 8-bit mantissa makes `exp` of a logit or `log` of a probability lose most of
+/// its digits.
+const AUTOCAST_F32: [UnaryOp; 8] = [
+    UnaryOp::Exp,
+    UnaryOp::Exp2,
+    UnaryOp::Expm1,
+    UnaryOp::Log,
+    UnaryOp::Log2,
+    UnaryOp::Log10,
+    UnaryOp::Log1p,
+    UnaryOp::Rsqrt,
+];
 
 struct Unary {
     op: UnaryOp,
@@ -242,8 +256,16 @@ impl Backward for Clip {
 }
 
 impl Tensor {
-    /// Elementwise `op` (see `UnaryOp`).
+    /// Elementwise `op` (see `UnaryOp`). Under [`autocast`](crate::autocast()), the exponentials,
+    /// logarithms and reciprocals widen a bf16 / f16 operand to f32 (their results leave bf16's
+    /// range or need its missing mantissa) and return f32.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        if autocast::is_autocast_enabled() && AUTOCAST_F32.contains(&op) {
+            let x = autocast::widen(self)?;
+            if !x.same_node(self) {
+                return x.unary(op);
+            }
+        }
         let out = self.array().unary(op)?;
         Ok(Tensor::make(out.clone(), &[self], Unary { op, out }))
     }

@@ -4,7 +4,7 @@
 //! it is written in Tensor ops, with the mean and 1/std recomputed from `x`, so that
 //! gradients of gradients see their dependence on `x`.
 
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use crate::NDArray;
 use quill_core::Result;
 
@@ -94,7 +94,17 @@ impl Tensor {
     /// Layer normalisation over the last dim: `(x - mean) / sqrt(var + eps) * weight + bias`
     /// with each row's mean and biased variance; `weight` and `bias` have shape (D,) for x
     /// (..., D). PyTorch's `layer_norm` with `normalized_shape = [D]`.
+    ///
+    /// Under [`autocast`](crate::autocast()) bf16 / f16 operands are widened and the result is
+    /// f32 (a norm's statistics need f32).
     pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor> {
+        if autocast::is_autocast_enabled() {
+            let [x, w, b] = [self, weight, bias].map(autocast::widen);
+            let (x, w, b) = (x?, w?, b?);
+            if !(x.same_node(self) && w.same_node(weight) && b.same_node(bias)) {
+                return x.layer_norm(&w, &b, eps);
+            }
+        }
         let (out, mean, rstd) = self.array().layer_norm(weight.array(), bias.array(), eps)?;
         let op = LayerNormOp { eps, mean, rstd };
         Ok(Tensor::make(out, &[self, weight, bias], op))

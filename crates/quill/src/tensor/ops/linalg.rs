@@ -1,9 +1,10 @@
 //! Matmul with NumPy semantics (1-D operands promoted and the added dim removed, batch dims
 //! broadcast). The gradients are matmuls with transposed views (no copies: the kernel reads
-//! the strides) summed over the batch dims an operand was broadcast along.
+//! the strides) summed over the batch dims an operand was broadcast along. Autocast runs it in
+//! bf16 / f16 (`tensor/autocast.rs`).
 
 use super::sum_to;
-use crate::tensor::{Backward, Tensor};
+use crate::tensor::{autocast, Backward, Tensor};
 use quill_core::Result;
 
 struct MatMul;
@@ -59,8 +60,13 @@ impl Backward for MatMul {
 }
 
 impl Tensor {
-    /// NumPy `matmul`: 1-D and 2-D operands, batched with broadcast batch dims.
+    /// NumPy `matmul`: 1-D and 2-D operands, batched with broadcast batch dims. Under
+    /// [`autocast`](crate::autocast()) its f32 and f16 operands are cast to the autocast dtype
+    /// and the product (f32-accumulated) comes back in it.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some([a, b]) = autocast::lower([self, other])? {
+            return a.matmul(&b);
+        }
         let out = self.array().matmul(other.array())?;
         Ok(Tensor::make(out, &[self, other], MatMul))
     }

@@ -9,7 +9,7 @@
 //! `output > 0` first.
 
 use super::{mul_mask, to_isize};
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use crate::NDArray;
 use quill_core::{Error, Result};
 
@@ -136,6 +136,14 @@ impl Tensor {
         relu: bool,
     ) -> Result<(Tensor, NDArray, NDArray)> {
         const OP: &str = "batch_norm";
+        // A norm runs in f32 under autocast: bf16 statistics would round the running ones.
+        if autocast::is_autocast_enabled() {
+            let [x, w, b] = [self, weight, bias].map(autocast::widen);
+            let (x, w, b) = (x?, w?, b?);
+            if !(x.same_node(self) && w.same_node(weight) && b.same_node(bias)) {
+                return x.batch_norm_impl(&w, &b, eps, relu);
+            }
+        }
         let c = weight.shape().first().copied().unwrap_or(0);
         if self.ndim() < 2 || self.shape()[1] != c || weight.shape() != [c] || bias.shape() != [c] {
             return Err(Error::ShapeMismatch {

@@ -3,7 +3,7 @@
 //! argmin and any / all give constant tensors.
 
 use super::{keep_shape, mul_mask, norm_axes, to_isize};
-use crate::tensor::{Backward, Tensor};
+use crate::tensor::{autocast, Backward, Tensor};
 use crate::NDArray;
 use quill_core::Result;
 
@@ -96,8 +96,13 @@ impl Backward for Extreme {
 }
 
 impl Tensor {
-    /// Sum over `axes` (None = all; negative axes count from the end).
+    /// Sum over `axes` (None = all; negative axes count from the end). Under
+    /// [`autocast`](crate::autocast()) a bf16 / f16 operand is widened and the sum is f32.
     pub fn sum(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let x = autocast::widen(self)?;
+        if !x.same_node(self) {
+            return x.sum(axes, keepdims);
+        }
         let out = self.array().sum(axes, keepdims)?;
         let axes = norm_axes(axes, self.ndim());
         let op = Sum {
@@ -108,8 +113,13 @@ impl Tensor {
         Ok(Tensor::make(out, &[self], op))
     }
 
-    /// Product over `axes`; the gradient is exact where inputs are zero.
+    /// Product over `axes`; the gradient is exact where inputs are zero. Under
+    /// [`autocast`](crate::autocast()) a bf16 / f16 operand is widened and the product is f32.
     pub fn prod(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let x = autocast::widen(self)?;
+        if !x.same_node(self) {
+            return x.prod(axes, keepdims);
+        }
         let out = self.array().prod(axes, keepdims)?;
         let op = Prod {
             axes: norm_axes(axes, self.ndim()),

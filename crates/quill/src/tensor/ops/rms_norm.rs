@@ -4,7 +4,7 @@
 //! written in Tensor ops with `1 / rms` recomputed from `x`, so that gradients of gradients
 //! see their dependence on `x`.
 
-use crate::tensor::{is_grad_enabled, Backward, Tensor};
+use crate::tensor::{autocast, is_grad_enabled, Backward, Tensor};
 use crate::NDArray;
 use quill_core::Result;
 
@@ -86,6 +86,12 @@ impl Tensor {
     /// # Ok::<(), quill::Error>(())
     /// ```
     pub fn rms_norm(&self, weight: &Tensor, eps: f64) -> Result<Tensor> {
+        if autocast::is_autocast_enabled() {
+            let (x, w) = (autocast::widen(self)?, autocast::widen(weight)?);
+            if !(x.same_node(self) && w.same_node(weight)) {
+                return x.rms_norm(&w, eps);
+            }
+        }
         let (out, rstd) = self.array().rms_norm(weight.array(), eps)?;
         Ok(Tensor::make(out, &[self, weight], RmsNormOp { eps, rstd }))
     }
