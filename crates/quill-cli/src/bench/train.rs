@@ -23,6 +23,19 @@ pub(super) fn precisions(v: Option<&String>) -> Result<Vec<Precision>, String> {
 }
 
 /// The case's words for a precision, and the peer's case name suffix.
+/// The table's last row when both precisions ran: quill's and PyTorch's bf16 speed-up over
+/// f32, from `medians` = [(quill f32, PyTorch f32), (quill bf16, PyTorch bf16)] in seconds.
+pub(super) fn speedup_row(table: &crate::report::Table, medians: &[(f64, Option<f64>)]) {
+    if let [(qf, tf), (qb, tb)] = medians[..] {
+        table.line(format!(
+            "| bf16 speed-up over f32 | {:.2}x | {} | - |",
+            qf / qb,
+            tf.zip(tb)
+                .map_or("-".into(), |(f, b)| format!("{:.2}x", f / b))
+        ));
+    }
+}
+
 pub(super) fn label(p: Precision) -> (&'static str, &'static str) {
     match p {
         Precision::F32 => ("f32", ""),
@@ -142,13 +155,6 @@ fn epochs(
         ));
         medians.push((q, t));
     }
-    if let [(qf, tf), (qb, tb)] = medians[..] {
-        table.line(format!(
-            "| bf16 speed-up over f32 | {:.2}x | {} | - |",
-            qf / qb,
-            tf.zip(tb)
-                .map_or("-".into(), |(f, b)| format!("{:.2}x", f / b))
-        ));
-    }
+    speedup_row(&table, &medians);
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! in both (forward and loss under `quill::autocast` / `torch.autocast`), `--precision both`
 //! f32 and bf16 side by side (a model each, same seed).
 
-use super::train::{label, precisions};
+use super::train::{label, precisions, speedup_row};
 use super::{median, peer::Peer};
 use crate::train::precision::Precision;
 use quill::nn::functional::{mse_loss, Reduction};
@@ -114,13 +114,6 @@ fn bench(rounds: usize, precisions: &[Precision]) -> Result<(), String> {
         ));
         medians.push((q, t));
     }
-    if let [(qf, tf), (qb, tb)] = medians[..] {
-        table.line(format!(
-            "| bf16 speed-up over f32 | {:.2}x | {} | - |",
-            qf / qb,
-            tf.zip(tb)
-                .map_or("-".into(), |(f, b)| format!("{:.2}x", f / b))
-        ));
-    }
+    speedup_row(&table, &medians);
     Ok(())
 }

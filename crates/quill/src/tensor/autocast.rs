@@ -97,10 +97,31 @@ pub(crate) fn lower<const N: usize>(inputs: [&Tensor; N]) -> Result<Option<[Tens
     Ok(Some(out))
 }
 
+/// For an op that runs in f32 under autocast, as [`lower`] for the narrow ones: its operands
+/// with bf16 / f16 ones widened to f32 when autocast is on and some operand needs it, else
+/// `None` (the op runs as called; with the widened operands it recurses once).
+pub(crate) fn widened<const N: usize>(inputs: [&Tensor; N]) -> Result<Option<[Tensor; N]>> {
+    if !is_autocast_enabled() || !inputs.iter().any(|t| needs_widening(t.dtype())) {
+        return Ok(None);
+    }
+    let mut out = inputs.map(|t| t.clone());
+    for t in out.iter_mut() {
+        if needs_widening(t.dtype()) {
+            *t = t.astype(DType::F32)?;
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The dtypes an f32-only op widens.
+fn needs_widening(d: DType) -> bool {
+    matches!(d, DType::BF16 | DType::F16)
+}
+
 /// For an op that runs in f32 under autocast: `t` widened to f32 when autocast is on and `t`
 /// is bf16 or f16, else `t` itself (a handle to the same node).
 pub(crate) fn widen(t: &Tensor) -> Result<Tensor> {
-    if is_autocast_enabled() && matches!(t.dtype(), DType::BF16 | DType::F16) {
+    if is_autocast_enabled() && needs_widening(t.dtype()) {
         return t.astype(DType::F32);
     }
     Ok(t.clone())

@@ -13,9 +13,9 @@ fn f32_under_autocast(
     x: &Tensor,
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Option<Result<Tensor>> {
-    match autocast::widen(x) {
-        Ok(w) if w.same_node(x) => None,
-        Ok(w) => Some(f(&w)),
+    match autocast::widened([x]) {
+        Ok(None) => None,
+        Ok(Some([w])) => Some(f(&w)),
         Err(e) => Some(Err(e)),
     }
 }

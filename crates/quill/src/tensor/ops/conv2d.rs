@@ -209,11 +209,8 @@ impl Tensor {
         // result, so casting to bf16 first only added passes and rounding (the small CNN's
         // epoch ran at 0.62-0.81x of f32 so, docs/PERFORMANCE.md). Make this
         // `autocast::lower` once the kernel packs bf16 for the bf16 GEMM.
-        if autocast::is_autocast_enabled() {
-            let (x, w) = (autocast::widen(self)?, autocast::widen(weight)?);
-            if !(x.same_node(self) && w.same_node(weight)) {
-                return x.conv2d(&w, spec);
-            }
+        if let Some([x, w]) = autocast::widened([self, weight])? {
+            return x.conv2d(&w, spec);
         }
         let y = self.array().conv2d(weight.array(), spec)?;
         Ok(Tensor::make(y, &[self, weight], Conv2d { spec }))

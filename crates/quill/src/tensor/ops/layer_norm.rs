@@ -98,12 +98,8 @@ impl Tensor {
     /// Under [`autocast`](crate::autocast()) bf16 / f16 operands are widened and the result is
     /// f32 (a norm's statistics need f32).
     pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor> {
-        if autocast::is_autocast_enabled() {
-            let [x, w, b] = [self, weight, bias].map(autocast::widen);
-            let (x, w, b) = (x?, w?, b?);
-            if !(x.same_node(self) && w.same_node(weight) && b.same_node(bias)) {
-                return x.layer_norm(&w, &b, eps);
-            }
+        if let Some([x, w, b]) = autocast::widened([self, weight, bias])? {
+            return x.layer_norm(&w, &b, eps);
         }
         let (out, mean, rstd) = self.array().layer_norm(weight.array(), bias.array(), eps)?;
         let op = LayerNormOp { eps, mean, rstd };

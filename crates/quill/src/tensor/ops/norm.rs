@@ -137,12 +137,8 @@ impl Tensor {
     ) -> Result<(Tensor, NDArray, NDArray)> {
         const OP: &str = "batch_norm";
         // A norm runs in f32 under autocast: bf16 statistics would round the running ones.
-        if autocast::is_autocast_enabled() {
-            let [x, w, b] = [self, weight, bias].map(autocast::widen);
-            let (x, w, b) = (x?, w?, b?);
-            if !(x.same_node(self) && w.same_node(weight) && b.same_node(bias)) {
-                return x.batch_norm_impl(&w, &b, eps, relu);
-            }
+        if let Some([x, w, b]) = autocast::widened([self, weight, bias])? {
+            return x.batch_norm_impl(&w, &b, eps, relu);
         }
         let c = weight.shape().first().copied().unwrap_or(0);
         if self.ndim() < 2 || self.shape()[1] != c || weight.shape() != [c] || bias.shape() != [c] {

@@ -86,11 +86,8 @@ impl Tensor {
     /// # Ok::<(), quill::Error>(())
     /// ```
     pub fn rms_norm(&self, weight: &Tensor, eps: f64) -> Result<Tensor> {
-        if autocast::is_autocast_enabled() {
-            let (x, w) = (autocast::widen(self)?, autocast::widen(weight)?);
-            if !(x.same_node(self) && w.same_node(weight)) {
-                return x.rms_norm(&w, eps);
-            }
+        if let Some([x, w]) = autocast::widened([self, weight])? {
+            return x.rms_norm(&w, eps);
         }
         let (out, rstd) = self.array().rms_norm(weight.array(), eps)?;
         Ok(Tensor::make(out, &[self, weight], RmsNormOp { eps, rstd }))
