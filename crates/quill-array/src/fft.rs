@@ -3,8 +3,9 @@
 //! `rfft` / `irfft` between real signals and their half spectra; `hfft` / `ihfft` for Hermitian
 //! signals; the n-dimensional forms over several axes; the sample frequencies. The transforms
 //! run on the host with rustfft (any length: mixed radix, Rader and Bluestein) and, between real
-//! signals and half spectra, realfft over it, one plan per call over every lane of the axis; f32 and complex64 compute in single precision, everything
-//! else in double, as NumPy 2 does.
+//! signals and half spectra, realfft over it, one plan per call over every lane of the axis
+//! (lanes along an inner axis a wave of columns at a time, `fft/columns.rs`); f32 and
+//! complex64 compute in single precision, everything else in double, as NumPy 2 does.
 
 use crate::device::Device;
 use crate::ndarray::axis_range;
@@ -16,6 +17,8 @@ use rayon::prelude::*;
 use realfft::RealFftPlanner;
 use rustfft::{Fft, FftNum, FftPlanner};
 use std::sync::{Arc, Mutex, OnceLock};
+
+mod columns;
 
 /// Which direction carries the `1/n` scale (NumPy's `norm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,9 +190,10 @@ fn lanes_per_task(n: usize) -> usize {
     (32_768 / n.max(1)).max(1)
 }
 
-/// The half spectra (`n / 2 + 1` values a lane) of every real lane of `n` values of `v`
-/// (`v` is used as scratch), scaled.
-fn forward_real<T: RealPlanned>(v: &mut [T], n: usize, scale: f64) -> Vec<Complex<T>> {
+/// The half spectra (`n / 2 + 1` values a lane) of every real lane of `n` values of `v`,
+/// scaled. Each lane is copied into a task's own buffer first (realfft uses its input as
+/// scratch), so `v` can be the array's own memory.
+fn forward_real<T: RealPlanned>(v: &[T], n: usize, scale: f64) -> Vec<Complex<T>> {
     let half = n / 2 + 1;
     let rows = v.len() / n;
     let mut out = vec![Complex::new(T::zero(), T::zero()); rows * half];
@@ -202,13 +206,15 @@ fn forward_real<T: RealPlanned>(v: &mut [T], n: usize, scale: f64) -> Vec<Comple
         .plan_fft_forward(n);
     let s = T::from_f64(scale).unwrap_or_else(T::one);
     let per = lanes_per_task(n);
-    v.par_chunks_mut(per * n)
+    v.par_chunks(per * n)
         .zip(out.par_chunks_mut(per * half))
         .for_each(|(src, dst)| {
             let mut scratch = plan.make_scratch_vec();
-            for (x, y) in src.chunks_mut(n).zip(dst.chunks_mut(half)) {
+            let mut x = plan.make_input_vec();
+            for (lane, y) in src.chunks(n).zip(dst.chunks_mut(half)) {
+                x.copy_from_slice(lane);
                 // The lengths are the plan's own, so realfft has nothing to refuse.
-                let _ = plan.process_with_scratch(x, y, &mut scratch);
+                let _ = plan.process_with_scratch(&mut x, y, &mut scratch);
                 if scale != 1.0 {
                     y.iter_mut().for_each(|z| *z = *z * s);
                 }
@@ -251,22 +257,25 @@ fn inverse_real<T: RealPlanned>(v: &mut [Complex<T>], n: usize, scale: f64) -> V
     out
 }
 
+/// The process-wide plan for a complex transform of `n` points.
+fn plan_of<T: Planned>(n: usize, inverse: bool) -> Arc<dyn Fft<T>> {
+    // A poisoned lock only means another thread panicked mid-plan; the cache is still a valid
+    // planner.
+    let mut p = T::planner().lock().unwrap_or_else(|e| e.into_inner());
+    if inverse {
+        p.plan_fft_inverse(n)
+    } else {
+        p.plan_fft_forward(n)
+    }
+}
+
 /// Transforms every lane of `n` values of `v` in place, then scales it. Lanes are shared out
 /// to the thread pool in blocks of at least 32k values.
 fn transform<T: Planned>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f64) {
     if v.is_empty() {
         return;
     }
-    let plan: Arc<dyn Fft<T>> = {
-        // A poisoned lock only means another thread panicked mid-plan; the cache is still
-        // a valid planner.
-        let mut p = T::planner().lock().unwrap_or_else(|e| e.into_inner());
-        if inverse {
-            p.plan_fft_inverse(n)
-        } else {
-            p.plan_fft_forward(n)
-        }
-    };
+    let plan = plan_of::<T>(n, inverse);
     let s = T::from_f64(scale).unwrap_or_else(T::one);
     v.par_chunks_mut(lanes_per_task(n) * n).for_each(|block| {
         plan.process(block);
@@ -274,6 +283,23 @@ fn transform<T: Planned>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f
             block.iter_mut().for_each(|z| *z = *z * s);
         }
     });
+}
+
+/// A complex transform of the whole of axis `ax` (not the last) of `z` on the host, through
+/// `columns::along`, as a CPU array of `z`'s shape.
+fn inner_axis<T: Planned>(z: &NDArray, ax: usize, inverse: bool, scale: f64) -> Result<NDArray>
+where
+    Complex<T>: quill_core::Element,
+{
+    let shape = z.shape();
+    let outer = shape[..ax].iter().product();
+    let inner = shape[ax + 1..].iter().product();
+    let plan = plan_of::<T>(shape[ax], inverse);
+    let s = T::from_f64(scale).unwrap_or_else(T::one);
+    let v = z.with_host_slice(|src: &[Complex<T>]| {
+        columns::along(src, [outer, shape[ax], inner], &plan, s)
+    })?;
+    NDArray::from_vec(v, shape)
 }
 
 /// A complex transform of `a` along `axis` in the precision of `dtype` (c64 or c128).
@@ -302,6 +328,18 @@ fn complex_fft(
     };
     crate::fallback::note_off_host(op, a.device());
     let scale = norm.scale(n, inverse);
+    if ax + 1 < z.ndim() && n == z.shape()[ax] && z.numel() > 0 {
+        let out = if dtype == DType::C64 {
+            inner_axis::<f32>(&z, ax, inverse, scale)?
+        } else {
+            inner_axis::<f64>(&z, ax, inverse, scale)?
+        };
+        return if a.device() == Device::Cpu {
+            Ok(out)
+        } else {
+            out.to_device(a.device())
+        };
+    }
     if dtype == DType::C64 {
         let (mut v, shape) = lanes::<Complex<f32>>(&z, ax, n)?;
         transform(&mut v, n, inverse, scale);
@@ -360,10 +398,17 @@ pub fn rfft(a: &NDArray, n: Option<usize>, axis: isize, norm: Norm) -> Result<ND
     };
     crate::fallback::note_off_host(OP, a.device());
     let scale = norm.scale(n, false);
+    let last = ax + 1 == a.ndim() && n == a.shape()[ax];
     macro_rules! go {
         ($t:ty) => {{
-            let (mut v, mut shape) = lanes::<$t>(&x, ax, n)?;
-            let out = forward_real(&mut v, n, scale);
+            // Whole last-axis lanes are read where they lie; others are gathered first.
+            let (out, mut shape) = if last {
+                let out = x.with_host_slice(|v: &[$t]| forward_real(v, n, scale))?;
+                (out, x.shape().to_vec())
+            } else {
+                let (v, shape) = lanes::<$t>(&x, ax, n)?;
+                (forward_real(&v, n, scale), shape)
+            };
             shape[a.ndim() - 1] = n / 2 + 1;
             unlanes(out, &shape, ax, a.device())
         }};

@@ -13,7 +13,7 @@ use quill_gemm::Operand;
 pub use quill_gemm::{active_kernel, with_kernel, CacheSizes, Kernel};
 
 /// `a @ b` for layouts of equal rank >= 2 whose batch dims already agree (stride-0 broadcast
-/// dims are fine) and storages of one dtype. Returns the contiguous `(batch.., m, n)` product.
+/// dims are fine) and storages of one dtype (complex too). Returns the contiguous `(batch.., m, n)` product.
 pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Result<CpuStorage> {
     const OP: &str = "matmul";
     let (sa, sb) = (a_l.shape(), b_l.shape());
@@ -57,9 +57,31 @@ pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Res
         };
     }
     // Layouts that passed quill-core's checks lie in their buffers, so quill-gemm's checks pass.
-    let done = product!(F32, F64, F16, BF16, I32, I64, U8, I8, I16, U16, U32, U64, Bool);
+    let done = match (a, b, &mut out) {
+        (S::C64(x), S::C64(y), S::C64(o)) => complex(x, a_l, y, b_l, o),
+        (S::C128(x), S::C128(y), S::C128(o)) => complex(x, a_l, y, b_l, o),
+        _ => product!(F32, F64, F16, BF16, I32, I64, U8, I8, I16, U16, U32, U64, Bool),
+    };
     done.map_err(|e| Error::invalid(OP, e.to_string()))?;
     Ok(out)
+}
+
+/// A complex product through quill-gemm's, over the buffers read as `[re, im]` pairs.
+fn complex<T: quill_gemm::Real + quill_gemm::Pack<T>>(
+    a: &[num_complex::Complex<T>],
+    a_l: &Layout,
+    b: &[num_complex::Complex<T>],
+    b_l: &Layout,
+    out: &mut [num_complex::Complex<T>],
+) -> std::result::Result<(), quill_gemm::Error>
+where
+    num_complex::Complex<T>: bytemuck::Pod,
+{
+    quill_gemm::matmul_complex::<T>(
+        operand(bytemuck::cast_slice(a), a_l),
+        operand(bytemuck::cast_slice(b), b_l),
+        bytemuck::cast_slice_mut(out),
+    )
 }
 
 /// `l` over `data` as quill-gemm describes a strided operand.

@@ -17,7 +17,7 @@ use quill_par::simd::with_best_simd;
 use std::cell::Cell;
 
 /// Multiply-adds above which one product of a batch is worth splitting across threads.
-const LARGE: usize = 1 << 24;
+pub(crate) const LARGE: usize = 1 << 24;
 
 /// One operand of a batched product: element `(i_0, .., i_{r-1})` of the `shape`d array is
 /// `data[offset + sum(i_d * strides[d])]`. The last two dims are the matrix's rows and columns,
@@ -131,51 +131,58 @@ pub fn matmul<T: Element>(
     b: Operand<'_, T>,
     out: &mut [T],
 ) -> Result<(), Error> {
-    let (sa, sb) = (a.shape, b.shape);
-    let r = sa.len();
-    if r < 2
-        || sb.len() != r
-        || a.strides.len() != r
-        || b.strides.len() != r
-        || sa[..r - 2] != sb[..r - 2]
-        || sa[r - 1] != sb[r - 2]
-    {
-        return Err(Error::Shape {
-            a: sa.into(),
-            b: sb.into(),
-        });
-    }
-    if !a.in_bounds() {
-        return Err(Error::OutOfBounds('a'));
-    }
-    if !b.in_bounds() {
-        return Err(Error::OutOfBounds('b'));
-    }
-    let p = Product {
-        d: Dims {
-            m: sa[r - 2],
-            k: sa[r - 1],
-            n: sb[r - 1],
-        },
-        a,
-        b,
-    };
-    let want = sa[..r - 2].iter().product::<usize>() * p.d.m * p.d.n;
-    if out.len() != want {
-        return Err(Error::Output {
-            want,
-            got: out.len(),
-        });
-    }
+    let p = Product::checked(a, b, out.len(), 1)?;
     T::batched(&p, out);
     Ok(())
 }
 
 /// A batched product whose shapes and bounds [`matmul`] checked.
 pub struct Product<'a, T> {
-    d: Dims,
-    a: Operand<'a, T>,
-    b: Operand<'a, T>,
+    pub(crate) d: Dims,
+    pub(crate) a: Operand<'a, T>,
+    pub(crate) b: Operand<'a, T>,
+}
+
+impl<'a, T> Product<'a, T> {
+    /// Checks that `a` and `b` form a batched product lying in their buffers and that an
+    /// output of `out_len` values holds it at `per` values per element.
+    pub(crate) fn checked(
+        a: Operand<'a, T>,
+        b: Operand<'a, T>,
+        out_len: usize,
+        per: usize,
+    ) -> Result<Self, Error> {
+        let (sa, sb) = (a.shape, b.shape);
+        let r = sa.len();
+        if r < 2
+            || sb.len() != r
+            || a.strides.len() != r
+            || b.strides.len() != r
+            || sa[..r - 2] != sb[..r - 2]
+            || sa[r - 1] != sb[r - 2]
+        {
+            return Err(Error::Shape {
+                a: sa.into(),
+                b: sb.into(),
+            });
+        }
+        if !a.in_bounds() {
+            return Err(Error::OutOfBounds('a'));
+        }
+        if !b.in_bounds() {
+            return Err(Error::OutOfBounds('b'));
+        }
+        let d = Dims {
+            m: sa[r - 2],
+            k: sa[r - 1],
+            n: sb[r - 1],
+        };
+        let want = sa[..r - 2].iter().product::<usize>() * d.m * d.n * per;
+        if out_len != want {
+            return Err(Error::Output { want, got: out_len });
+        }
+        Ok(Product { d, a, b })
+    }
 }
 
 /// Sizes of each product of a batch.
@@ -224,7 +231,7 @@ pub(crate) struct Batch {
     pub b: (isize, isize),
 }
 
-fn mats<T>(p: &Product<'_, T>) -> Batch {
+pub(crate) fn mats<T>(p: &Product<'_, T>) -> Batch {
     let r = p.a.shape.len();
     let (sa, sb) = (p.a.strides, p.b.strides);
     let batch = &p.a.shape[..r - 2];
@@ -257,7 +264,7 @@ fn mats<T>(p: &Product<'_, T>) -> Batch {
 
 /// When `b` is the same matrix for every product (stride-0 or size-1 batch dims) and `a`'s
 /// batch dims continue its row stride, the batch is one tall product: rows `batch * m`.
-fn fold_rows<T>(p: &Product<'_, T>) -> Option<(usize, isize)> {
+pub(crate) fn fold_rows<T>(p: &Product<'_, T>) -> Option<(usize, isize)> {
     let r = p.a.shape.len();
     let (shape, sa) = (p.a.shape, p.a.strides);
     let b_fixed = (0..r - 2).all(|d| shape[d] == 1 || p.b.strides[d] == 0);
@@ -342,7 +349,7 @@ fn float_out<T: Real, P: bytemuck::Pod + Send + Sync, S: Pack<P>>(
 }
 
 /// How many of `threads` to give `work` multiply-adds: at least [`PER_THREAD`] each.
-fn threads_for(work: usize, threads: usize) -> usize {
+pub(crate) fn threads_for(work: usize, threads: usize) -> usize {
     (work / PER_THREAD).clamp(1, threads.max(1))
 }
 

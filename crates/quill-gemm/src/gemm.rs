@@ -266,6 +266,16 @@ pub fn with_scratch<T: bytemuck::Pod, R>(
     len: usize,
     f: impl FnOnce(&mut [T]) -> R,
 ) -> R {
+    with_scratch_kept(key, len, KEEP_BYTES, f)
+}
+
+/// [`with_scratch`], keeping a buffer of up to `keep` bytes for the thread's next call.
+pub(crate) fn with_scratch_kept<T: bytemuck::Pod, R>(
+    key: &'static LocalKey<Cell<Vec<f64>>>,
+    len: usize,
+    keep: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
     let words = (len * size_of::<T>()).div_ceil(8) + 8;
     let mut v = key.with(Cell::take);
     if v.len() < words {
@@ -273,7 +283,7 @@ pub fn with_scratch<T: bytemuck::Pod, R>(
     }
     let start = v.as_ptr().align_offset(64).min(8);
     let r = f(&mut bytemuck::cast_slice_mut(&mut v[start..start + words - 8])[..len]);
-    if words * 8 <= KEEP_BYTES {
+    if words * 8 <= keep {
         key.with(|c| c.set(v));
     }
     r
@@ -389,6 +399,48 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         self.run_out([m, n, k], a, b, c, threads, add, std::ptr::null_mut())
     }
 
+    /// As [`Gemm::run_into`], with C's rows `ldc` apart in `c` (`ldc >= n`; `c` holds
+    /// `(m - 1) * ldc + n` values, or none when m or n is 0): a product written into a block of
+    /// a wider matrix. Values between the rows are left alone.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_rows<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        c: &mut [T],
+        ldc: usize,
+        threads: usize,
+        add: bool,
+    ) {
+        let need = if m == 0 || n == 0 {
+            0
+        } else {
+            (m - 1) * ldc + n
+        };
+        assert!(
+            ldc >= n && c.len() == need,
+            "gemm: output of {} values does not hold {m} rows of {n} at stride {ldc}",
+            c.len()
+        );
+        if m == 0 || n == 0 {
+            return;
+        }
+        if k == 0 {
+            if !add {
+                c.chunks_mut(ldc).for_each(|r| r[..n].fill(T::default()));
+            }
+            return;
+        }
+        let out = Out {
+            ptr: c.as_mut_ptr(),
+            ldc,
+            add,
+            narrow: std::ptr::null_mut(),
+        };
+        self.dispatch([m, n, k], a, b, out, threads)
+    }
+
     /// `run_into`, with an optional narrow output (`run_narrow` checked it has `c.len()`
     /// elements and that k > 0).
     #[allow(clippy::too_many_arguments)]
@@ -411,6 +463,18 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
             add,
             narrow,
         };
+        self.dispatch([m, n, k], a, b, out, threads)
+    }
+
+    /// Runs a non-empty product into `out` on up to `threads` threads.
+    fn dispatch<SA: Pack<P>, SB: Pack<P>>(
+        &self,
+        [m, n, k]: [usize; 3],
+        a: &Mat<SA>,
+        b: &Mat<SB>,
+        out: Out<T>,
+        threads: usize,
+    ) {
         if threads <= 1 {
             return self.one_thread([m, n, k], a, b, out);
         }

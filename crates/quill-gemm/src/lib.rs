@@ -11,6 +11,8 @@
 //! Two ways in:
 //! - [`matmul`]: `(batch.., m, k) @ (batch.., k, n)` over [`Operand`]s (a slice, a shape and
 //!   signed strides) into a contiguous output, for f32, f64, f16, bf16, the integers and bool.
+//! - [`matmul_complex`]: the same for complex f32 / f64 held as `[re, im]` pairs, on the real
+//!   GEMM (`complex.rs`: one real product of the expanded pairs, or the 3M method's three).
 //! - [`select`]: the [`Gemm`] for f32 or f64, to run single products over strided [`Mat`]s
 //!   ([`Gemm::run`], [`Gemm::run_into`] to accumulate, [`Gemm::run_direct_a`]) from a caller's
 //!   own threads or with its own scratch ([`with_scratch`]).
@@ -24,6 +26,7 @@ mod amx;
 mod batch;
 mod bf16;
 mod cache;
+mod complex;
 mod gemm;
 mod int;
 mod kernel;
@@ -36,6 +39,7 @@ mod types;
 
 pub use batch::{matmul, row_major, Element, Error, Operand};
 pub use cache::CacheSizes;
+pub use complex::{matmul_complex, matmul_complex_with, Method};
 pub use gemm::{with_scratch, Gemm};
 pub use kernel::{active_kernel, with_kernel, Kernel, Unavailable};
 pub use select::select;

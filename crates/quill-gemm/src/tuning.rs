@@ -183,6 +183,12 @@ pub const STEPS_PER_C_LINE: usize = 32;
 /// With [`Depth::Caches`], the deepest block in packed steps (see [`STEPS_PER_C_LINE`]).
 pub const MAX_STEPS: usize = 512;
 
+/// Complex multiply-adds (m k n) from which `matmul_complex` takes the 3M method, its three
+/// real products and four passes beating one real product of four times the work.
+/// Measured: docs/perf-log/2026-12-08.md ('Complex products', AMD EPYC Zen 4, 2 threads,
+/// `cargo run --release -p quill-gemm --example complex`).
+pub const GAUSS_WORK: usize = 1 << 19;
+
 /// Multiply-adds each thread must be given before a product is split: waking a pool thread
 /// and meeting it again costs what one core computes in about this many. Each thread's stripe
 /// of a small product reads A in place as a one-thread product does, and the caller runs a

@@ -7,7 +7,7 @@
 //! crate's element types implement them, since the kernels trust what they report.
 
 use half::{bf16, f16};
-use std::ops::{Add, Mul};
+use std::ops::{Add, Mul, Neg, Sub};
 
 /// The sealing of [`Real`], [`Cvt`] and [`Pack`]: implemented here for f32, f64, f16 and bf16
 /// only, and not nameable outside the crate.
@@ -66,7 +66,15 @@ pub struct GenericKernel<T: 'static> {
 
 /// The element types the GEMM computes in.
 pub trait Real:
-    bytemuck::Pod + Default + Send + Sync + Add<Output = Self> + Mul<Output = Self> + Family
+    bytemuck::Pod
+    + Default
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Neg<Output = Self>
+    + Family
 {
 }
 impl Real for f32 {}

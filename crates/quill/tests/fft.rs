@@ -171,3 +171,71 @@ fn refusals_name_the_problem() {
         .to_string()
         .contains("ortho"));
 }
+
+/// Along an inner axis the lanes go a wave of columns at a time (`fft/columns.rs`): shapes
+/// whose waves are several and uneven, batched in front, with a stepped, reversed view as the
+/// input, each lane checked against the definition; complex64 in single precision.
+#[test]
+fn inner_axes_in_several_waves_match_the_definition() {
+    // outer * len = 2 * 512 gives waves of 256 columns: 600 columns make 256 + 256 + 88.
+    let (outer, len, inner) = (2usize, 512usize, 600usize);
+    let full: Vec<C> = (0..outer * len * 2 * inner)
+        .map(|i| C::new((i as f64 * 0.37).sin(), (i as f64 * 0.11).cos()))
+        .collect();
+    let base = NDArray::from_vec(full, &[outer, len, 2 * inner]).unwrap();
+    // Every other column, reversed: a view with stride -2 on the inner axis.
+    let v = base.slice(&s![.., .., ..;-2]).unwrap();
+    let host = vals(&v);
+    for (dtype, tol) in [(DType::C128, 1e-10), (DType::C64, 2e-4)] {
+        let x = v.astype(dtype).unwrap();
+        for inverse in [false, true] {
+            let got = if inverse {
+                fft::ifft(&x, None, 1, Norm::Ortho)
+            } else {
+                fft::fft(&x, None, 1, Norm::Ortho)
+            };
+            let got = vals(&got.unwrap());
+            // A sample of lanes in every wave, including the last column.
+            for o in 0..outer {
+                for c in [0, 1, 255, 256, 300, 511, 512, 599] {
+                    let lane: Vec<C> = (0..len).map(|i| host[(o * len + i) * inner + c]).collect();
+                    let want: Vec<C> = dft(&lane, inverse)
+                        .into_iter()
+                        .map(|z| z / (len as f64).sqrt())
+                        .collect();
+                    let have: Vec<C> = (0..len).map(|i| got[(o * len + i) * inner + c]).collect();
+                    close(&have, &want, tol);
+                }
+            }
+        }
+    }
+    // rfftn: the real transform along the last axis, then this path along the first.
+    let re = v.real().unwrap().compact().unwrap();
+    let two = vals(&fft::rfftn(&re, None, None, Norm::Backward).unwrap());
+    let rows = vals(&fft::rfft(&re, None, -1, Norm::Backward).unwrap());
+    let half = inner / 2 + 1;
+    for c in [0, 7, half - 1] {
+        for o in 0..outer {
+            let lane: Vec<C> = (0..len).map(|i| rows[(o * len + i) * half + c]).collect();
+            let mut want = dft(&lane, false);
+            // rfftn also transforms the leading axis of 2: combine the two blocks.
+            if o == 0 {
+                let other: Vec<C> = (0..len).map(|i| rows[(len + i) * half + c]).collect();
+                want = want
+                    .iter()
+                    .zip(dft(&other, false))
+                    .map(|(a, b)| a + b)
+                    .collect();
+            } else {
+                let other: Vec<C> = (0..len).map(|i| rows[i * half + c]).collect();
+                want = dft(&other, false)
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| a - b)
+                    .collect();
+            }
+            let have: Vec<C> = (0..len).map(|i| two[(o * len + i) * half + c]).collect();
+            close(&have, &want, 1e-9);
+        }
+    }
+}

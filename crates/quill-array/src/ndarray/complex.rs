@@ -1,6 +1,7 @@
 //! The parts of complex arrays: `real`, `imag`, `conj`, `angle` and building one from two real
-//! arrays (`NDArray::complex`), and the complex matmul, done on the real GEMM by the 4M method
-//! (four real products, the accuracy of BLAS's `zgemm`). The parts are computed by CPU kernels
+//! arrays (`NDArray::complex`), and the complex matmul off the CPU, done by the 4M method (four
+//! real products, the accuracy of BLAS's `zgemm`; on the CPU quill-gemm's complex product runs
+//! the same sums as one real product). The parts are computed by CPU kernels
 //! (a GPU array goes through the host); on a GPU complex arrays copy, fill, select, add,
 //! subtract, multiply, divide and negate natively, and every other op runs on host copies.
 
@@ -112,7 +113,9 @@ impl NDArray {
         }
     }
 
-    /// The matrix product of complex operands (already of one complex dtype) by four real products; the real matmul handles 1-D operands and batch dims: `(ar br - ai bi) + i (ar bi + ai br)`.
+    /// The matrix product of complex operands (already of one complex dtype) off the CPU, by four
+    /// real products; the real matmul handles 1-D operands and batch dims: `(ar br - ai bi) +
+    /// i (ar bi + ai br)`. (On the CPU, quill-gemm multiplies complex operands itself.)
     pub(crate) fn matmul_complex(a: &NDArray, b: &NDArray) -> Result<NDArray> {
         let (ar, ai, br, bi) = (a.real()?, a.imag()?, b.real()?, b.imag()?);
         let re = ar.matmul(&br)?.sub(&ai.matmul(&bi)?)?;

@@ -1,5 +1,6 @@
 //! `matmul` with NumPy semantics: the shape rules (1-D operands promoted and their dim dropped
-//! again, batch dims broadcast, 0-d refused), dtype promotion, and the call into the CPU kernel,
+//! again, batch dims broadcast, 0-d refused), dtype promotion, and the call into the CPU kernel
+//! (complex ones too),
 //! which reads both operands through their strides (no compaction, broadcast batch dims stay
 //! stride 0).
 
@@ -43,7 +44,10 @@ impl NDArray {
             }
         };
         let (a, b) = (cast(self)?, cast(other)?);
-        if dt.is_complex() {
+        // On the CPU quill-gemm takes complex operands as they are; elsewhere the product runs
+        // as four real ones.
+        let host = a.device() == crate::Device::Cpu && b.device() == crate::Device::Cpu;
+        if dt.is_complex() && !host {
             return NDArray::matmul_complex(&a, &b);
         }
         let a = if sa.len() == 1 { a.unsqueeze(0)? } else { a };

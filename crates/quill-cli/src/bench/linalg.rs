@@ -1,8 +1,10 @@
 //! `quill bench linalg`: the factorizations of `quill::linalg` (faer underneath) against
 //! NumPy's LAPACK on the same 512 x 512 f64 matrices (a symmetric positive-definite one, and
-//! the general one it is built from), then complex matmuls (quill's 4M on its real GEMM against
-//! NumPy's zgemm / cgemm) and FFTs (rustfft against NumPy's pocketfft) on data built from them;
-//! medians of alternating rounds, the ratio NumPy / quill (above 1: quill is faster).
+//! the general one it is built from), then complex matmuls (quill-gemm's complex product on its
+//! real GEMM against NumPy's zgemm / cgemm) and FFTs (rustfft against NumPy's pocketfft) on
+//! data built from them, at the sizes issue 52 names (complex64 1024², 2^20 points, 2048² real)
+//! and smaller ones; medians of alternating rounds, the ratio NumPy / quill (above 1: quill is
+//! faster).
 
 use super::peer::Peer;
 use super::{median, rounds_only};
@@ -45,6 +47,18 @@ fn bench(rounds: usize) -> Result<(), String> {
     let flat = q(q(g.reshape(&[-1]))?.slice(&quill::s![..65536]))?;
     let sig = q(NDArray::complex(&flat, &q(flat.flip(&[0]))?))?;
     let rows = q(g.reshape(&[64, 4096]))?;
+    // The large cases: z tiled to 1024² (complex64), a 2^20-point complex64 signal, a 2048²
+    // f64 image (g tiled).
+    let tile = |m: &NDArray, reps: usize| -> Result<NDArray, String> {
+        let r = q(m.reshape(&[1, N as isize, 1, N as isize]))?;
+        let r = q(r.broadcast_to(&[reps, N, reps, N]))?;
+        q(q(r.compact())?.reshape(&[(reps * N) as isize, (reps * N) as isize]))
+    };
+    let big = q(NDArray::complex(&tile(&g, 2)?, &tile(&a, 2)?))?;
+    let big64 = q(big.astype(DType::C64))?;
+    let image = tile(&g, 4)?;
+    let long = q(q(q(image.reshape(&[-1]))?.slice(&quill::s![..1 << 20]))?.compact())?;
+    let long = q(q(NDArray::complex(&long, &q(long.flip(&[0]))?))?.astype(DType::C64))?;
     let norm = quill::fft::Norm::Backward;
     let mut peer = Peer::start(include_str!("linalg_peer.py"));
     heading(format!(
@@ -99,6 +113,11 @@ fn bench(rounds: usize) -> Result<(), String> {
             Box::new(|| z64.matmul(&z64).map(drop)),
         ),
         (
+            "cmatmul1024",
+            "z @ z, complex64 1024 x 1024",
+            Box::new(|| big64.matmul(&big64).map(drop)),
+        ),
+        (
             "fft",
             "fft of 65536 complex128",
             Box::new(|| quill::fft::fft(&sig, None, -1, norm).map(drop)),
@@ -107,6 +126,16 @@ fn bench(rounds: usize) -> Result<(), String> {
             "rfft",
             "rfft of 64 x 4096 f64 rows",
             Box::new(|| quill::fft::rfft(&rows, None, -1, norm).map(drop)),
+        ),
+        (
+            "fft20",
+            "fft of 2^20 complex64",
+            Box::new(|| quill::fft::fft(&long, None, -1, norm).map(drop)),
+        ),
+        (
+            "rfft2",
+            "rfft2 of 2048 x 2048 f64",
+            Box::new(|| quill::fft::rfftn(&image, None, None, norm).map(drop)),
         ),
     ];
     let table = Table::new("linalg", &["case", "quill ms", "NumPy ms", "NumPy / quill"]);

@@ -19,6 +19,10 @@ z64 = z.astype(np.complex64)
 flat = g.reshape(-1)[:65536]
 sig = flat + 1j * flat[::-1]
 rows = g.reshape(64, 4096).copy()
+big64 = (np.tile(g, (2, 2)) + 1j * np.tile(a, (2, 2))).astype(np.complex64)
+image = np.tile(g, (4, 4))
+long = image.reshape(-1)[: 1 << 20]
+long = (long + 1j * long[::-1]).astype(np.complex64)
 cases = {
     "solve": lambda: np.linalg.solve(a, b),
     "inv": lambda: np.linalg.inv(a),
@@ -32,6 +36,9 @@ cases = {
     "cmatmul64": lambda: z64 @ z64,
     "fft": lambda: np.fft.fft(sig),
     "rfft": lambda: np.fft.rfft(rows),
+    "cmatmul1024": lambda: big64 @ big64,
+    "fft20": lambda: np.fft.fft(long),
+    "rfft2": lambda: np.fft.rfftn(image),
 }
 print("ready numpy " + np.__version__, flush=True)
 for line in sys.stdin:
