@@ -140,6 +140,44 @@ fn solve_inv_det_on_strided_batches() {
     }
 }
 
+/// From order 768 the LU runs on the thread pool (`linalg/lu.rs`): solve, inv and slogdet
+/// there agree with the same matrix's residuals and with the one-thread path's determinant
+/// (the matrix's leading block, bordered by the identity, has the same determinant).
+#[test]
+fn large_lu_on_the_pool_matches_the_small_one() {
+    let n = 800;
+    let a = NDArray::randn(&[n, n], 7, DType::F64).unwrap();
+    let bump = NDArray::eye(n, n, 0, DType::F64)
+        .unwrap()
+        .mul_scalar(40.0)
+        .unwrap();
+    let a = a.add(&bump).unwrap();
+    let b = NDArray::randn(&[n, 3], 8, DType::F64).unwrap();
+    let x = linalg::solve(&a, &b).unwrap();
+    let r = a.matmul(&x).unwrap().sub(&b).unwrap();
+    assert!(vals(&r).iter().all(|v| v.abs() < 1e-9));
+    let inv = linalg::inv(&a).unwrap();
+    let e = a
+        .matmul(&inv)
+        .unwrap()
+        .sub(&NDArray::eye(n, n, 0, DType::F64).unwrap())
+        .unwrap();
+    assert!(vals(&e).iter().all(|v| v.abs() < 1e-9));
+    // det of [[A11, A12], [0, I]] is det A11: the 800-order LU against a 100-order one.
+    let m = 100;
+    let block = a.slice(&s![..m, ..m]).unwrap().compact().unwrap();
+    let mut big = vals(&NDArray::eye(n, n, 0, DType::F64).unwrap());
+    let top = vals(&a);
+    for i in 0..m {
+        big[i * n..(i + 1) * n].copy_from_slice(&top[i * n..(i + 1) * n]);
+    }
+    let big = NDArray::from_vec(big, &[n, n]).unwrap();
+    let (s1, l1) = linalg::slogdet(&big).unwrap();
+    let (s2, l2) = linalg::slogdet(&block).unwrap();
+    assert_eq!(vals(&s1), vals(&s2));
+    assert!((vals(&l1)[0] - vals(&l2)[0]).abs() < 1e-9 * vals(&l2)[0].abs());
+}
+
 #[test]
 fn singular_and_non_square_input_are_errors() {
     let sing = NDArray::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], &[2, 2]).unwrap();

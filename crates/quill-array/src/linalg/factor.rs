@@ -3,11 +3,11 @@
 //! row-major. Singular and non-positive-definite input is an error naming the op and the batch
 //! index, as NumPy's `LinAlgError` does.
 
+use super::lu::Lu;
 use super::{
     broadcast_batch, build, check_matrices, real_dtype, result_dtype, shape_of, stack, Field, Stack,
 };
 use crate::NDArray;
-use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::{Mat, MatRef, Side};
 use quill_core::{DType, Error, Result, C128};
 
@@ -84,7 +84,7 @@ fn singular(op: &'static str, batch: &[usize], i: usize) -> Error {
     )
 }
 
-/// Whether the LU factor `u` has an exactly zero pivot (what LAPACK's getrf reports).
+/// Whether the LU factor `u` (its diagonal read) has an exactly zero pivot (what LAPACK's getrf reports).
 fn zero_pivot<T: Field>(u: MatRef<'_, T>) -> bool {
     (0..u.nrows().min(u.ncols())).any(|k| u[(k, k)].modulus() == 0.0)
 }
@@ -135,8 +135,8 @@ fn solve_in<T: Field>(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     let (sa, sb) = (stack::<T>(OP, &a, true)?, stack::<T>(OP, &b2, false)?);
     let mut out = Vec::with_capacity(sb.data.len());
     for i in 0..sa.count() {
-        let lu = view(&sa, i).partial_piv_lu();
-        if zero_pivot(lu.U()) {
+        let lu = Lu::new(view(&sa, i));
+        if zero_pivot(lu.factors()) {
             return Err(singular(OP, &batch, i));
         }
         push(&mut out, lu.solve(view(&sb, i)).as_ref());
@@ -177,8 +177,8 @@ fn inv_in<T: Field>(a: &NDArray) -> Result<NDArray> {
     let s = stack::<T>(OP, a, true)?;
     let mut out = Vec::with_capacity(s.data.len());
     for i in 0..s.count() {
-        let lu = view(&s, i).partial_piv_lu();
-        if zero_pivot(lu.U()) {
+        let lu = Lu::new(view(&s, i));
+        if zero_pivot(lu.factors()) {
             return Err(singular(OP, &s.batch, i));
         }
         push(&mut out, lu.inverse().as_ref());
@@ -211,9 +211,9 @@ fn sign_logdet<T: Field>(s: &Stack<T>, i: usize) -> (T, f64) {
     if s.n == 0 {
         return (T::of(1.0), 0.0);
     }
-    let lu = view(s, i).partial_piv_lu();
-    let u = lu.U();
-    let mut sign = T::of(parity(lu.P().arrays().0));
+    let lu = Lu::new(view(s, i));
+    let u = lu.factors();
+    let mut sign = T::of(parity(lu.forward()));
     let mut log = 0.0;
     for k in 0..s.n {
         let d = u[(k, k)];
@@ -243,9 +243,9 @@ fn det_in<T: Field>(a: &NDArray) -> Result<NDArray> {
             if s.n == 0 {
                 return T::of(1.0);
             }
-            let lu = view(&s, i).partial_piv_lu();
-            let u = lu.U();
-            (0..s.n).fold(T::of(parity(lu.P().arrays().0)), |acc, k| acc * u[(k, k)])
+            let lu = Lu::new(view(&s, i));
+            let u = lu.factors();
+            (0..s.n).fold(T::of(parity(lu.forward())), |acc, k| acc * u[(k, k)])
         })
         .collect();
     build(out, &s.batch, result_dtype(a), a.device())

@@ -10,6 +10,7 @@
 
 mod compose;
 mod factor;
+mod lu;
 
 pub use compose::{
     cross, diagonal, matrix_norm, matrix_power, outer, tensordot, trace, vector_norm, NormOrd,
