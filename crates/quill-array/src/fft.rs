@@ -257,6 +257,15 @@ fn inverse_real<T: RealPlanned>(v: &mut [Complex<T>], n: usize, scale: f64) -> V
     out
 }
 
+/// `out` (on the host) moved to `device`.
+fn on_device(out: NDArray, device: Device) -> Result<NDArray> {
+    if device == Device::Cpu {
+        Ok(out)
+    } else {
+        out.to_device(device)
+    }
+}
+
 /// The process-wide plan for a complex transform of `n` points.
 fn plan_of<T: Planned>(n: usize, inverse: bool) -> Arc<dyn Fft<T>> {
     // A poisoned lock only means another thread panicked mid-plan; the cache is still a valid
@@ -285,21 +294,60 @@ fn transform<T: Planned>(v: &mut [Complex<T>], n: usize, inverse: bool, scale: f
     });
 }
 
-/// A complex transform of the whole of axis `ax` (not the last) of `z` on the host, through
-/// `columns::along`, as a CPU array of `z`'s shape.
-fn inner_axis<T: Planned>(z: &NDArray, ax: usize, inverse: bool, scale: f64) -> Result<NDArray>
-where
-    Complex<T>: quill_core::Element,
-{
-    let shape = z.shape();
-    let outer = shape[..ax].iter().product();
-    let inner = shape[ax + 1..].iter().product();
-    let plan = plan_of::<T>(shape[ax], inverse);
-    let s = T::from_f64(scale).unwrap_or_else(T::one);
-    let v = z.with_host_slice(|src: &[Complex<T>]| {
-        columns::along(src, [outer, shape[ax], inner], &plan, s)
-    })?;
-    NDArray::from_vec(v, shape)
+/// Transforms `v`, a C-order array of `shape`, along each of `axes` in turn (whole axes, no
+/// crop or pad), in place: the last axis lane by lane, the others through `columns::along`.
+fn in_place<T: Planned>(
+    v: &mut [Complex<T>],
+    shape: &[usize],
+    axes: &[usize],
+    inverse: bool,
+    norm: Norm,
+) {
+    for &ax in axes {
+        let len = shape[ax];
+        let scale = norm.scale(len, inverse);
+        if ax + 1 == shape.len() {
+            transform(v, len, inverse, scale);
+        } else {
+            let outer = shape[..ax].iter().product();
+            let inner = shape[ax + 1..].iter().product();
+            let s = T::from_f64(scale).unwrap_or_else(T::one);
+            columns::along(v, [outer, len, inner], &plan_of::<T>(len, inverse), s);
+        }
+    }
+}
+
+/// The complex transform of `z` (complex64 or complex128) along whole `axes`, in order, as a
+/// CPU array: one host copy, transformed in place.
+fn whole_axes(z: &NDArray, axes: &[usize], inverse: bool, norm: Norm) -> Result<NDArray> {
+    macro_rules! go {
+        ($t:ty) => {{
+            let mut v: Vec<Complex<$t>> = z.to_vec()?;
+            in_place(&mut v, z.shape(), axes, inverse, norm);
+            NDArray::from_vec(v, z.shape())
+        }};
+    }
+    if z.dtype() == DType::C64 {
+        go!(f32)
+    } else {
+        go!(f64)
+    }
+}
+
+/// The axes of an n-dimensional plan when every one is transformed whole (its `s` entry absent
+/// or the axis' length) and the array has elements, in the order they run (the plan's last
+/// axis first); `None` otherwise.
+fn whole_plan(a: &NDArray, plan: &[(isize, Option<usize>)]) -> Option<Vec<usize>> {
+    if a.numel() == 0 {
+        return None;
+    }
+    plan.iter()
+        .rev()
+        .map(|&(ax, n)| {
+            let ax = normalize_axis("fftn", ax, a.ndim(), 0).ok()?;
+            (n.is_none() || n == Some(a.shape()[ax])).then_some(ax)
+        })
+        .collect()
 }
 
 /// A complex transform of `a` along `axis` in the precision of `dtype` (c64 or c128).
@@ -329,11 +377,7 @@ fn complex_fft(
     crate::fallback::note_off_host(op, a.device());
     let scale = norm.scale(n, inverse);
     if ax + 1 < z.ndim() && n == z.shape()[ax] && z.numel() > 0 {
-        let out = if dtype == DType::C64 {
-            inner_axis::<f32>(&z, ax, inverse, scale)?
-        } else {
-            inner_axis::<f64>(&z, ax, inverse, scale)?
-        };
+        let out = whole_axes(&z, &[ax], inverse, norm)?;
         return if a.device() == Device::Cpu {
             Ok(out)
         } else {
@@ -534,7 +578,12 @@ pub fn fftn(
     norm: Norm,
 ) -> Result<NDArray> {
     let mut out = a.astype(complex_of("fftn", a.dtype())?)?;
-    for (ax, n) in plan_axes("fftn", a, s, axes)?.into_iter().rev() {
+    let plan = plan_axes("fftn", a, s, axes)?;
+    if let Some(order) = whole_plan(a, &plan) {
+        crate::fallback::note_off_host("fftn", a.device());
+        return on_device(whole_axes(&out, &order, false, norm)?, a.device());
+    }
+    for (ax, n) in plan.into_iter().rev() {
         out = fft(&out, n, ax, norm)?;
     }
     Ok(out)
@@ -548,7 +597,12 @@ pub fn ifftn(
     norm: Norm,
 ) -> Result<NDArray> {
     let mut out = a.astype(complex_of("ifftn", a.dtype())?)?;
-    for (ax, n) in plan_axes("ifftn", a, s, axes)?.into_iter().rev() {
+    let plan = plan_axes("ifftn", a, s, axes)?;
+    if let Some(order) = whole_plan(a, &plan) {
+        crate::fallback::note_off_host("ifftn", a.device());
+        return on_device(whole_axes(&out, &order, true, norm)?, a.device());
+    }
+    for (ax, n) in plan.into_iter().rev() {
         out = ifft(&out, n, ax, norm)?;
     }
     Ok(out)
@@ -567,11 +621,48 @@ pub fn rfftn(
     let Some(&(last, n_last)) = plan.last() else {
         return Ok(a.clone());
     };
+    let nd = a.ndim();
+    let last_whole = normalize_axis("rfftn", last, nd, 0)? + 1 == nd
+        && n_last.is_none_or(|n| n == a.shape()[nd - 1]);
+    if let (true, Some(order)) = (last_whole, whole_plan(a, &plan[..plan.len() - 1])) {
+        if !order.is_empty() {
+            return rfftn_whole(a, &order, norm);
+        }
+    }
     let mut out = rfft(a, n_last, last, norm)?;
     for &(ax, n) in plan[..plan.len() - 1].iter().rev() {
         out = fft(&out, n, ax, norm)?;
     }
     Ok(out)
+}
+
+/// `rfftn` over the whole last axis and then the whole `order` axes: the half spectra are
+/// made from the array where it lies and transformed in place, one array-sized buffer in all.
+fn rfftn_whole(a: &NDArray, order: &[usize], norm: Norm) -> Result<NDArray> {
+    crate::fallback::note_off_host("rfftn", a.device());
+    let real = complex_of("rfftn", a.dtype())?.real_part();
+    let x = if a.dtype() == real {
+        a.clone()
+    } else {
+        a.astype(real)?
+    };
+    let nd = a.ndim();
+    let n = a.shape()[nd - 1];
+    let mut shape = a.shape().to_vec();
+    shape[nd - 1] = n / 2 + 1;
+    let scale = norm.scale(n, false);
+    macro_rules! go {
+        ($t:ty) => {{
+            let mut v = x.with_host_slice(|s: &[$t]| forward_real(s, n, scale))?;
+            in_place(&mut v, &shape, order, false, norm);
+            on_device(NDArray::from_vec(v, &shape)?, a.device())
+        }};
+    }
+    if real == DType::F32 {
+        go!(f32)
+    } else {
+        go!(f64)
+    }
 }
 
 /// The inverse of [`rfftn`] (NumPy's `fft.irfftn`): `ifft` over all axes but the last, then

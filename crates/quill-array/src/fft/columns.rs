@@ -1,9 +1,9 @@
-//! Complex transforms along an axis that is not the last, without transposing the array
-//! whole: the lanes (values `inner` apart) are taken a wave of columns at a time, each lane
-//! gathered into its own contiguous slot of a wave buffer and transformed there by the thread
-//! pool, then the wave is written back row by row (each output row by one task). A wave holds
-//! about [`WAVE`] values, so both passes stay in cache, and the only array-sized allocation is
-//! the result.
+//! Complex transforms along an axis that is not the last, in place and without transposing
+//! the array: the lanes (values `inner` apart) are taken a wave of columns at a time, each
+//! lane gathered into its own contiguous slot of a wave buffer and transformed there by the
+//! thread pool, then the wave is written back row by row (each row by one task). A wave holds
+//! about [`WAVE`] values, so both passes stay in cache, and an n-dimensional transform needs
+//! no array-sized buffer beyond the one it returns.
 
 use super::Planned;
 use num_complex::Complex;
@@ -14,18 +14,18 @@ use std::sync::Arc;
 /// Values a wave buffer holds (4 MB of complex128).
 const WAVE: usize = 1 << 18;
 
-/// The transform by `plan` (of `len` points) of every lane of `src`, a C-order array viewed as
-/// `[outer, len, inner]` with the transformed axis in the middle, each result scaled by `s`.
+/// Transforms every lane of `v`, a C-order array viewed as `[outer, len, inner]` with the
+/// transformed axis in the middle, by `plan` (of `len` points) in place, each result scaled by
+/// `s`. Each wave is read whole into its buffer before any of it is written back.
 pub(super) fn along<T: Planned>(
-    src: &[Complex<T>],
+    v: &mut [Complex<T>],
     [outer, len, inner]: [usize; 3],
     plan: &Arc<dyn Fft<T>>,
     s: T,
-) -> Vec<Complex<T>> {
+) {
     let zero = Complex::new(T::zero(), T::zero());
-    let mut out = vec![zero; outer * len * inner];
-    if out.is_empty() {
-        return out;
+    if v.is_empty() {
+        return;
     }
     let width = (WAVE / (outer * len)).clamp(1, inner);
     let mut wave = vec![zero; outer * width * len];
@@ -33,8 +33,9 @@ pub(super) fn along<T: Planned>(
     while c0 < inner {
         let w = width.min(inner - c0);
         let buf = &mut wave[..outer * w * len];
+        let src = &*v;
         // Lane t is column c0 + t % w of block t / w; neighbouring lanes share cache lines of
-        // `src`, so a task takes several.
+        // `v`, so a task takes several.
         buf.par_chunks_mut(len)
             .with_min_len(8)
             .enumerate()
@@ -50,7 +51,7 @@ pub(super) fn along<T: Planned>(
                 },
             );
         let buf = &*buf;
-        out.par_chunks_mut(inner)
+        v.par_chunks_mut(inner)
             .with_min_len(16)
             .enumerate()
             .for_each(|(r, row)| {
@@ -61,5 +62,4 @@ pub(super) fn along<T: Planned>(
             });
         c0 += w;
     }
-    out
 }
