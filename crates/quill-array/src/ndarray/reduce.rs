@@ -146,8 +146,36 @@ impl NDArray {
     }
 
     /// `log(sum(exp(x)))`, computed stably through the max; dtypes as `mean`. All -inf (or
-    /// empty): -inf; any +inf: +inf; NaN propagates.
+    /// empty): -inf; any +inf: +inf; NaN propagates. Complex input gives PyTorch's complex
+    /// logsumexp: shifted by the largest real part, the principal log of the shifted sum.
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
+        if self.dtype().is_complex() {
+            return self.complex_logsumexp(axes, keepdims);
+        }
         self.stat(Stat::LogSumExp, axes, keepdims)
+    }
+
+    /// `logsumexp` of complex values: `m + log(sum(exp(x - m)))` with `m` the largest real
+    /// part over the axes (0 where that is not finite, or the axes are empty), so that large
+    /// real parts neither overflow nor lose the small terms.
+    fn complex_logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<NDArray> {
+        let ax = self.reduce_axes("logsumexp", axes)?;
+        let re = self.real()?;
+        let m = if ax.iter().any(|&a| self.shape()[a] == 0) {
+            NDArray::zeros(&[], re.dtype())?
+        } else {
+            let m = re.max(axes, true)?;
+            NDArray::where_(&m.isfinite()?, &m, &NDArray::zeros(&[], m.dtype())?)?
+        };
+        let m = m.astype(self.dtype())?;
+        let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
+        if keepdims {
+            return Ok(s);
+        }
+        let shape: Vec<isize> = (0..self.ndim())
+            .filter(|d| !ax.contains(d))
+            .map(|d| self.shape()[d] as isize)
+            .collect();
+        s.reshape(&shape)
     }
 }

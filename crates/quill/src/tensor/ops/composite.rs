@@ -54,15 +54,23 @@ impl Tensor {
         self.var(axes, ddof, keepdims)?.sqrt()
     }
 
-    /// `log(sum(exp(x)))` over `axes`, computed stably by shifting by the (constant) maximum.
+    /// `log(sum(exp(x)))` over `axes`, computed stably by shifting by the (constant) maximum
+    /// (of the real parts, for complex input, as PyTorch's).
     pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
         if let Some(r) = f32_under_autocast(self, |x| x.logsumexp(axes, keepdims)) {
             return r;
         }
-        let m = self.array().max(axes, true)?;
+        // Complex values shift by their largest real part (PyTorch's complex logsumexp).
+        let complex = self.dtype().is_complex();
+        let m = if complex {
+            self.array().real()?.max(axes, true)?
+        } else {
+            self.array().max(axes, true)?
+        };
         // An infinite maximum would give inf - inf = nan: shift by 0 there instead.
         let finite = m.isfinite()?;
         let m = NDArray::where_(&finite, &m, &NDArray::zeros(&[], m.dtype())?)?;
+        let m = if complex { m.astype(self.dtype())? } else { m };
         let mt = Tensor::new(m);
         let s = self.sub(&mt)?.exp()?.sum(axes, true)?.log()?.add(&mt)?;
         if keepdims {
