@@ -139,12 +139,7 @@ fn unlanes<E: quill_core::Element>(
             }
         })
         .collect();
-    let out = a.permute(&order)?.compact()?;
-    if device == Device::Cpu {
-        Ok(out)
-    } else {
-        out.to_device(device)
-    }
+    on_device(a.permute(&order)?.compact()?, device)
 }
 
 /// An element type with one process-wide planner, which keeps every plan it made: planning a
@@ -377,12 +372,7 @@ fn complex_fft(
     crate::fallback::note_off_host(op, a.device());
     let scale = norm.scale(n, inverse);
     if ax + 1 < z.ndim() && n == z.shape()[ax] && z.numel() > 0 {
-        let out = whole_axes(&z, &[ax], inverse, norm)?;
-        return if a.device() == Device::Cpu {
-            Ok(out)
-        } else {
-            out.to_device(a.device())
-        };
+        return on_device(whole_axes(&z, &[ax], inverse, norm)?, a.device());
     }
     if dtype == DType::C64 {
         let (mut v, shape) = lanes::<Complex<f32>>(&z, ax, n)?;

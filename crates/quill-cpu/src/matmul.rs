@@ -13,7 +13,8 @@ use quill_gemm::Operand;
 pub use quill_gemm::{active_kernel, with_kernel, CacheSizes, Kernel};
 
 /// `a @ b` for layouts of equal rank >= 2 whose batch dims already agree (stride-0 broadcast
-/// dims are fine) and storages of one dtype (complex too). Returns the contiguous `(batch.., m, n)` product.
+/// dims are fine) and storages of one dtype (complex too). Returns the contiguous
+/// `(batch.., m, n)` product.
 pub fn matmul(a: &CpuStorage, a_l: &Layout, b: &CpuStorage, b_l: &Layout) -> Result<CpuStorage> {
     const OP: &str = "matmul";
     let (sa, sb) = (a_l.shape(), b_l.shape());

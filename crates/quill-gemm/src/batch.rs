@@ -131,7 +131,7 @@ pub fn matmul<T: Element>(
     b: Operand<'_, T>,
     out: &mut [T],
 ) -> Result<(), Error> {
-    let p = Product::checked(a, b, out.len(), 1)?;
+    let p = Product::checked(a, b, out.len())?;
     T::batched(&p, out);
     Ok(())
 }
@@ -145,12 +145,11 @@ pub struct Product<'a, T> {
 
 impl<'a, T> Product<'a, T> {
     /// Checks that `a` and `b` form a batched product lying in their buffers and that an
-    /// output of `out_len` values holds it at `per` values per element.
+    /// output of `out_len` elements holds it.
     pub(crate) fn checked(
         a: Operand<'a, T>,
         b: Operand<'a, T>,
         out_len: usize,
-        per: usize,
     ) -> Result<Self, Error> {
         let (sa, sb) = (a.shape, b.shape);
         let r = sa.len();
@@ -177,7 +176,7 @@ impl<'a, T> Product<'a, T> {
             k: sa[r - 1],
             n: sb[r - 1],
         };
-        let want = sa[..r - 2].iter().product::<usize>() * d.m * d.n * per;
+        let want = sa[..r - 2].iter().product::<usize>() * d.m * d.n;
         if out_len != want {
             return Err(Error::Output { want, got: out_len });
         }

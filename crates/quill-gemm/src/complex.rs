@@ -64,7 +64,7 @@ pub fn matmul_complex_with<T: Real + Pack<T>>(
     b: Operand<'_, [T; 2]>,
     out: &mut [[T; 2]],
 ) -> Result<(), Error> {
-    let p = Product::checked(a, b, out.len(), 1)?;
+    let p = Product::checked(a, b, out.len())?;
     let (m, k, n) = (p.d.m, p.d.k, p.d.n);
     if out.is_empty() {
         return Ok(());
@@ -80,16 +80,29 @@ pub fn matmul_complex_with<T: Real + Pack<T>>(
         Some(m) => m == Method::Gauss,
         None => rows.min(k).min(n) >= 32 && rows * k * n >= GAUSS_WORK,
     };
+    // One product: 3M from the pairs, or the exact form from `b` expanded (`blk`, when the
+    // whole batch shares one `b`, else expanded here).
+    let one = |a: Pairs<T>, b: Pairs<T>, rows: usize, blk: Option<&[T]>, c: &mut [T], t| {
+        if gauss(rows) {
+            three(a, b, [rows, k, n], c, t);
+        } else {
+            let (data, (ob, rs, cs)) = b;
+            let own;
+            let blk = match blk {
+                Some(x) => x,
+                None => {
+                    own = expand(data, ob, (rs, cs), k, n);
+                    &own
+                }
+            };
+            product(a.0, a.1, [rows, k, n], blk, c, t);
+        }
+    };
+    let b_at = |ob: usize| (p.b.data, (ob, bt.b.0, bt.b.1));
     if let Some((rows, rs)) = fold_rows(&p) {
         let (oa, ob) = bt.offsets[0];
         let t = threads_for(4 * rows * k * n, threads);
-        let a = (p.a.data, (oa, rs, bt.a.1));
-        if gauss(rows) {
-            three(a, (p.b.data, (ob, bt.b.0, bt.b.1)), [rows, k, n], out, t);
-        } else {
-            let blk = expand(p.b.data, ob, bt.b, k, n);
-            product(a.0, a.1, [rows, k, n], &blk, out, t);
-        }
+        one((p.a.data, (oa, rs, bt.a.1)), b_at(ob), rows, None, out, t);
         return Ok(());
     }
     let count = bt.offsets.len();
@@ -100,33 +113,15 @@ pub fn matmul_complex_with<T: Real + Pack<T>>(
     } else {
         threads_for(4 * m * k * n, threads)
     };
-    if gauss(m) {
-        let one = |(i, c): (usize, &mut [T])| {
-            let (oa, ob) = bt.offsets[i];
-            let (a, b) = ((oa, bt.a.0, bt.a.1), (ob, bt.b.0, bt.b.1));
-            three((p.a.data, a), (p.b.data, b), [m, k, n], c, t);
-        };
-        let items = out.chunks_mut(2 * m * n).enumerate();
-        quill_par::for_each_item(items, if across { threads } else { 1 }, one);
-        return Ok(());
-    }
     // A b shared by the whole batch (a stride-0 batch dim) is expanded once.
-    let shared = bt.offsets.iter().all(|o| o.1 == bt.offsets[0].1);
+    let shared = !gauss(m) && bt.offsets.iter().all(|o| o.1 == bt.offsets[0].1);
     let once = shared.then(|| expand(p.b.data, bt.offsets[0].1, bt.b, k, n));
-    let one = |(i, c): (usize, &mut [T])| {
-        let (oa, ob) = bt.offsets[i];
-        let own;
-        let blk = match &once {
-            Some(x) => x,
-            None => {
-                own = expand(p.b.data, ob, bt.b, k, n);
-                &own
-            }
-        };
-        product(p.a.data, (oa, bt.a.0, bt.a.1), [m, k, n], blk, c, t);
-    };
     let items = out.chunks_mut(2 * m * n).enumerate();
-    quill_par::for_each_item(items, if across { threads } else { 1 }, one);
+    quill_par::for_each_item(items, if across { threads } else { 1 }, |(i, c)| {
+        let (oa, ob) = bt.offsets[i];
+        let a = (p.a.data, (oa, bt.a.0, bt.a.1));
+        one(a, b_at(ob), m, once.as_deref(), c, t);
+    });
     Ok(())
 }
 
@@ -233,7 +228,6 @@ fn three<T: Real + Pack<T>>(
             &mut c[..span],
             ld,
             threads,
-            false,
         );
         g.run_rows(
             [m, n, k],
@@ -242,7 +236,6 @@ fn three<T: Real + Pack<T>>(
             &mut c[n..n + span],
             ld,
             threads,
-            false,
         );
         let (sa, sb) = (
             Mat::new(&*sa, 0, k as isize, 1),

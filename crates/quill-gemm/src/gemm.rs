@@ -289,15 +289,25 @@ pub(crate) fn with_scratch_kept<T: bytemuck::Pod, R>(
     r
 }
 
-/// Handles a product with no work: checks that `c` is m x n, zeroes it for an empty depth
+/// Handles a product with no work: checks that `c` holds m rows of n values `ldc` apart
+/// (`(m - 1) * ldc + n` values; none when m or n is 0), zeroes them for an empty depth
 /// (unless adding) and returns true when nothing is left to compute.
-fn empty_product<T: Real>([m, n, k]: [usize; 3], c: &mut [T], add: bool) -> bool {
-    assert_eq!(c.len(), m * n, "gemm: output buffer does not match m x n");
+fn empty_product<T: Real>([m, n, k]: [usize; 3], c: &mut [T], ldc: usize, add: bool) -> bool {
+    let need = if m == 0 || n == 0 {
+        0
+    } else {
+        (m - 1) * ldc + n
+    };
+    assert_eq!(
+        c.len(),
+        need,
+        "gemm: output buffer does not hold {m} rows of {n} at stride {ldc}"
+    );
     if m == 0 || n == 0 {
         return true;
     }
     if k == 0 && !add {
-        c.fill(T::default());
+        c.chunks_mut(ldc).for_each(|r| r[..n].fill(T::default()));
     }
     k == 0
 }
@@ -399,10 +409,9 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         self.run_out([m, n, k], a, b, c, threads, add, std::ptr::null_mut())
     }
 
-    /// As [`Gemm::run_into`], with C's rows `ldc` apart in `c` (`ldc >= n`; `c` holds
+    /// As [`Gemm::run`], with C's rows `ldc` apart in `c` (`ldc >= n`; `c` holds
     /// `(m - 1) * ldc + n` values, or none when m or n is 0): a product written into a block of
     /// a wider matrix. Values between the rows are left alone.
-    #[allow(clippy::too_many_arguments)]
     pub fn run_rows<SA: Pack<P>, SB: Pack<P>>(
         &self,
         [m, n, k]: [usize; 3],
@@ -411,31 +420,15 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         c: &mut [T],
         ldc: usize,
         threads: usize,
-        add: bool,
     ) {
-        let need = if m == 0 || n == 0 {
-            0
-        } else {
-            (m - 1) * ldc + n
-        };
-        assert!(
-            ldc >= n && c.len() == need,
-            "gemm: output of {} values does not hold {m} rows of {n} at stride {ldc}",
-            c.len()
-        );
-        if m == 0 || n == 0 {
-            return;
-        }
-        if k == 0 {
-            if !add {
-                c.chunks_mut(ldc).for_each(|r| r[..n].fill(T::default()));
-            }
+        assert!(ldc >= n, "gemm: row stride {ldc} below the {n} columns");
+        if empty_product([m, n, k], c, ldc, false) {
             return;
         }
         let out = Out {
             ptr: c.as_mut_ptr(),
             ldc,
-            add,
+            add: false,
             narrow: std::ptr::null_mut(),
         };
         self.dispatch([m, n, k], a, b, out, threads)
@@ -454,7 +447,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         add: bool,
         narrow: *mut u16,
     ) {
-        if empty_product([m, n, k], c, add) {
+        if empty_product([m, n, k], c, n, add) {
             return;
         }
         let out = Out {

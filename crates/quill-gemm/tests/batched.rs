@@ -4,6 +4,8 @@
 //! product, empty dims, one to three threads giving the same bits, and each refusal), and a
 //! selected [`Gemm`] run directly, overwriting and accumulating.
 
+mod common;
+
 use half::{bf16, f16};
 use quill_gemm::{matmul, row_major, select, with_kernel, Element, Error, Kernel, Mat, Operand};
 
@@ -36,13 +38,7 @@ fn naive<T: Copy>(a: &Operand<T>, b: &Operand<T>, to: impl Fn(T) -> f64) -> Vec<
     let count: usize = batch.iter().product();
     let mut out = Vec::with_capacity(count * m * n);
     for e in 0..count {
-        // C order over the batch dims.
-        let mut idx = vec![0; r];
-        let mut rest = e;
-        for d in (0..r - 2).rev() {
-            idx[d] = rest % batch[d];
-            rest /= batch[d];
-        }
+        let idx = common::batch_index(r, batch, e);
         for i in 0..m {
             for j in 0..n {
                 let mut s = 0.0;

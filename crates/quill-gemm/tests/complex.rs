@@ -5,6 +5,8 @@
 //! enough to run across threads, empty dims and k = 0, one to three threads giving the same
 //! bits, and each refusal.
 
+mod common;
+
 use quill_gemm::{
     matmul_complex, matmul_complex_with, row_major, with_kernel, Error, Kernel, Method, Operand,
 };
@@ -36,12 +38,7 @@ fn naive<T: Copy + Into<f64>>(a: &Operand<[T; 2]>, b: &Operand<[T; 2]>) -> Vec<[
     let batch = &a.shape[..r - 2];
     let mut out = vec![];
     for e in 0..batch.iter().product::<usize>() {
-        let mut idx = vec![0; r];
-        let mut rest = e;
-        for d in (0..r - 2).rev() {
-            idx[d] = rest % batch[d];
-            rest /= batch[d];
-        }
+        let idx = common::batch_index(r, batch, e);
         for i in 0..m {
             for j in 0..n {
                 let (mut re, mut im) = (0.0, 0.0);

@@ -1,8 +1,7 @@
 //! `matmul` with NumPy semantics: the shape rules (1-D operands promoted and their dim dropped
 //! again, batch dims broadcast, 0-d refused), dtype promotion, and the call into the CPU kernel
-//! (complex ones too),
-//! which reads both operands through their strides (no compaction, broadcast batch dims stay
-//! stride 0).
+//! (complex operands too), which reads both operands through their strides (no compaction,
+//! broadcast batch dims stay stride 0).
 
 use super::{NDArray, Reads};
 use crate::backend::{colocate, Storage};

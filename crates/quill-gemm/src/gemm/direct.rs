@@ -27,7 +27,7 @@ impl<T: Real, P: bytemuck::Pod + Send + Sync> Gemm<T, P> {
         if n > self.nc || SA::DEPTH != 1 {
             return false;
         }
-        if !empty_product([m, n, k], c, add) {
+        if !empty_product([m, n, k], c, n, add) {
             let out = Out {
                 ptr: c.as_mut_ptr(),
                 ldc: n,
